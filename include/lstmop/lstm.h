@@ -1,0 +1,132 @@
+// lstmop: the `_lstm` / `_lstm_backward` operator pair (see docs/ and
+// ../shared/CONTRACT.md for the full contract).
+//
+// Every function takes exactly the contract's arguments, in the contract's
+// order: input, hx, params, has_biases, num_layers, dropout, train,
+// bidirectional, batch_first, batch_sizes. An undefined TensorView stands for
+// an absent optional tensor (batch_sizes=None, an undefined gradient); an
+// empty hx list means zero initial states.
+//
+// All arguments are validated before any work; a bad one throws lstmop::Error
+// and nothing is written. Inputs are never written.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "lstmop/error.h"
+#include "lstmop/tensor.h"
+
+namespace lstmop {
+
+using TensorList = std::vector<TensorView>;
+
+// ---------------------------------------------------------------------------
+// Forward
+// ---------------------------------------------------------------------------
+
+// The 10 forward results, in the contract's order. With S = D*L slots:
+//   output (T, B, D*H) | (B, T, D*H) if batch_first | (T*B, D*H) with batch_sizes
+//   hy, cy (S, B, H)
+//   i, j, f, o, tanhc (S, T, B, H) when train, else (0,)
+//   h, c   (S, T, B, H) when train, else (S, B, H) (equal to hy, cy)
+struct ForwardShapes {
+  std::vector<int64_t> output, hy, cy, i, j, f, o, h, c, tanhc;
+};
+
+// Caller-allocated output views. Each must be defined, have exactly the shape
+// from lstm_forward_shapes, the input's dtype, and be contiguous.
+struct ForwardOutputs {
+  TensorView output, hy, cy, i, j, f, o, h, c, tanhc;
+};
+
+// Owning results of the allocating form.
+struct ForwardResult {
+  Tensor output, hy, cy, i, j, f, o, h, c, tanhc;
+  ForwardOutputs views() const;
+};
+
+// Shape inference: validates every shape, dtype and flag (not the values of
+// batch_sizes, so it works on shape-only views with data == nullptr, except
+// that batch_sizes' length is read from its sizes) and returns the shapes.
+ForwardShapes lstm_forward_shapes(const TensorView& input, const TensorList& hx,
+                                  const TensorList& params, bool has_biases, int64_t num_layers,
+                                  double dropout, bool train, bool bidirectional,
+                                  bool batch_first = false, const TensorView& batch_sizes = {});
+
+// Computes the forward into caller-allocated outputs.
+void lstm_forward_out(const ForwardOutputs& out, const TensorView& input, const TensorList& hx,
+                      const TensorList& params, bool has_biases, int64_t num_layers, double dropout,
+                      bool train, bool bidirectional, bool batch_first = false,
+                      const TensorView& batch_sizes = {});
+
+// Allocating form.
+ForwardResult lstm_forward(const TensorView& input, const TensorList& hx, const TensorList& params,
+                           bool has_biases, int64_t num_layers, double dropout, bool train,
+                           bool bidirectional, bool batch_first = false,
+                           const TensorView& batch_sizes = {});
+
+// ---------------------------------------------------------------------------
+// Backward
+// ---------------------------------------------------------------------------
+
+// dx has input's shape (2-D with batch_sizes); dh0, dc0 are (D*L, B, H);
+// dparams[k] has params[k]'s shape.
+struct BackwardShapes {
+  std::vector<int64_t> dx, dh0, dc0;
+  std::vector<std::vector<int64_t>> dparams;
+};
+
+// Caller-allocated gradient views: defined, exact shape, input's dtype,
+// contiguous; dparams.size() == params.size().
+struct BackwardOutputs {
+  TensorView dx, dh0, dc0;
+  std::vector<TensorView> dparams;
+};
+
+struct BackwardResult {
+  Tensor dx;
+  std::vector<Tensor> dhx;      // {dh0, dc0}
+  std::vector<Tensor> dparams;  // one per params entry
+  BackwardOutputs views() const;
+};
+
+// grad_y, grad_hy, grad_cy may be undefined (= zeros). i..tanhc are outputs
+// 3..9 of a train=True forward with the same arguments.
+BackwardShapes lstm_backward_shapes(const TensorView& grad_y, const TensorView& grad_hy,
+                                    const TensorView& grad_cy, const TensorView& input,
+                                    const TensorList& hx, const TensorList& params,
+                                    const TensorView& i, const TensorView& j, const TensorView& f,
+                                    const TensorView& o, const TensorView& h, const TensorView& c,
+                                    const TensorView& tanhc, bool has_biases, int64_t num_layers,
+                                    double dropout, bool train, bool bidirectional,
+                                    bool batch_first = false, const TensorView& batch_sizes = {});
+
+void lstm_backward_out(const BackwardOutputs& out, const TensorView& grad_y,
+                       const TensorView& grad_hy, const TensorView& grad_cy,
+                       const TensorView& input, const TensorList& hx, const TensorList& params,
+                       const TensorView& i, const TensorView& j, const TensorView& f,
+                       const TensorView& o, const TensorView& h, const TensorView& c,
+                       const TensorView& tanhc, bool has_biases, int64_t num_layers, double dropout,
+                       bool train, bool bidirectional, bool batch_first = false,
+                       const TensorView& batch_sizes = {});
+
+BackwardResult lstm_backward(const TensorView& grad_y, const TensorView& grad_hy,
+                             const TensorView& grad_cy, const TensorView& input,
+                             const TensorList& hx, const TensorList& params, const TensorView& i,
+                             const TensorView& j, const TensorView& f, const TensorView& o,
+                             const TensorView& h, const TensorView& c, const TensorView& tanhc,
+                             bool has_biases, int64_t num_layers, double dropout, bool train,
+                             bool bidirectional, bool batch_first = false,
+                             const TensorView& batch_sizes = {});
+
+// ---------------------------------------------------------------------------
+// Threads
+// ---------------------------------------------------------------------------
+
+// Number of threads the operators may use (>= 1). Results are bitwise
+// identical whatever this is. Default: 1. Applies process-wide.
+void set_num_threads(int num_threads);
+int get_num_threads();
+
+}  // namespace lstmop
