@@ -1,0 +1,473 @@
+// Argument checks and shape inference of the `_lstm` operator pair: every
+// rule of the contract, in one place. Each message starts with the argument's
+// name and gives the expected and the actual value.
+#include "lstm_args.h"
+
+#include <cmath>
+#include <cstdint>
+#include <sstream>
+
+namespace lstmop {
+namespace detail {
+namespace {
+
+[[noreturn]] void fail(const std::string& name, const std::string& rest) {
+  throw Error(name, name + " " + rest);
+}
+
+bool is_floating(DType d) {
+  return d == DType::Float32 || d == DType::Float64 || d == DType::Float16 ||
+         d == DType::BFloat16;
+}
+
+bool mul_ok(int64_t a, int64_t b, int64_t* r) { return !__builtin_mul_overflow(a, b, r); }
+
+std::string number(double v) {
+  std::ostringstream s;
+  s << v;
+  return s.str();
+}
+
+std::string with_dims(const std::vector<int64_t>& sizes) {
+  return std::to_string(sizes.size()) + "-D " + shape_string(sizes);
+}
+
+// Structure every tensor argument must have, whatever its role: defined, one
+// stride per size, sizes >= 0, element count and addressed extent in int64.
+void check_view(const std::string& name, const TensorView& v, const char* what_if_undefined) {
+  if (!v.defined) fail(name, std::string("must be a defined tensor") + what_if_undefined +
+                                 ", got an undefined one");
+  if (v.strides.size() != v.sizes.size()) {
+    fail(name, "must have one stride per dimension (" + std::to_string(v.sizes.size()) +
+                   " for sizes " + shape_string(v.sizes) + "), got " +
+                   std::to_string(v.strides.size()) + " strides " + shape_string(v.strides));
+  }
+  int64_t n = 1;
+  for (int64_t s : v.sizes) {
+    if (s < 0) fail(name, "must have non-negative sizes, got " + shape_string(v.sizes));
+    if (!mul_ok(n, s, &n)) {
+      fail(name, "must have fewer than 2^63 elements, got sizes " + shape_string(v.sizes));
+    }
+  }
+  if (n == 0) return;
+  // Largest |offset| reachable through the strides, in bytes, must fit int64.
+  int64_t extent = 0;
+  for (std::size_t k = 0; k < v.sizes.size(); ++k) {
+    const int64_t st = v.strides[k];
+    int64_t span = 0;
+    if (st == INT64_MIN || !mul_ok(st < 0 ? -st : st, v.sizes[k] - 1, &span) ||
+        __builtin_add_overflow(extent, span, &extent)) {
+      fail(name, "must address less than 2^63 elements, got sizes " + shape_string(v.sizes) +
+                     " with strides " + shape_string(v.strides));
+    }
+  }
+  int64_t bytes = 0;
+  if (is_floating(v.dtype) || v.dtype == DType::Int64) {
+    if (!mul_ok(extent + 1, static_cast<int64_t>(dtype_size(v.dtype)), &bytes)) {
+      fail(name, "must address less than 2^63 bytes, got sizes " + shape_string(v.sizes) +
+                     " with strides " + shape_string(v.strides));
+    }
+  }
+}
+
+void check_data(const std::string& name, const TensorView& v, bool read_values) {
+  if (read_values && v.data == nullptr && v.numel() > 0) {
+    fail(name, "must have data, got data == nullptr for " + std::to_string(v.numel()) +
+                   " elements " + shape_string(v.sizes));
+  }
+}
+
+void check_dtype(const std::string& name, const TensorView& v, DType expected) {
+  if (v.dtype != expected) {
+    fail(name, std::string("must have the input's dtype ") + dtype_name(expected) + ", got " +
+                   dtype_name(v.dtype));
+  }
+}
+
+void check_shape(const std::string& name, const TensorView& v, const std::vector<int64_t>& expected,
+                 const std::string& meaning) {
+  if (v.sizes != expected) {
+    fail(name, "must be " + shape_string(expected) + meaning + ", got " + shape_string(v.sizes));
+  }
+}
+
+// A floating input tensor of a known shape: structure, dtype, shape, data.
+void check_input_tensor(const std::string& name, const TensorView& v, const LstmDims& dims,
+                        const std::vector<int64_t>& expected, const std::string& meaning,
+                        bool read_values, const char* what_if_undefined = "") {
+  check_view(name, v, what_if_undefined);
+  check_dtype(name, v, dims.dtype);
+  check_shape(name, v, expected, meaning);
+  check_data(name, v, read_values);
+}
+
+const char* param_kind(int64_t p) {
+  static const char* const kinds[] = {"weight_ih", "weight_hh", "bias_ih", "bias_hh"};
+  return kinds[p];
+}
+
+// Byte range [lo, hi) a view addresses; lo == hi when empty.
+struct ByteRange {
+  uintptr_t lo = 0, hi = 0;
+};
+
+ByteRange byte_range(const TensorView& v) {
+  ByteRange r;
+  if (!v.defined || v.data == nullptr || v.numel() == 0) return r;
+  int64_t lo = 0, hi = 0;
+  for (std::size_t k = 0; k < v.sizes.size(); ++k) {
+    const int64_t span = v.strides[k] * (v.sizes[k] - 1);
+    (span < 0 ? lo : hi) += span;
+  }
+  const int64_t es = static_cast<int64_t>(dtype_size(v.dtype));
+  const uintptr_t base = reinterpret_cast<uintptr_t>(v.data);
+  r.lo = base + static_cast<uintptr_t>(lo * es);  // lo <= 0: wraps to base - |lo| * es
+  r.hi = base + static_cast<uintptr_t>((hi + 1) * es);
+  return r;
+}
+
+bool overlaps(const ByteRange& a, const ByteRange& b) {
+  return a.lo < a.hi && b.lo < b.hi && a.lo < b.hi && b.lo < a.hi;
+}
+
+// One caller-allocated output: defined, exact shape, dtype, contiguous, data,
+// and no byte shared with an input or another output.
+void check_output(const std::string& name, const TensorView& v, const std::vector<int64_t>& shape,
+                  DType dtype, const std::vector<const TensorView*>& inputs,
+                  const std::vector<std::pair<std::string, const TensorView*>>& earlier) {
+  check_view(name, v, " (a caller-allocated output)");
+  check_shape(name, v, shape, "");
+  if (v.dtype != dtype) {
+    fail(name, std::string("must have the input's dtype ") + dtype_name(dtype) + ", got " +
+                   dtype_name(v.dtype));
+  }
+  if (!v.is_contiguous()) {
+    fail(name, "must be contiguous (strides " + shape_string(contiguous_strides(v.sizes)) +
+                   "), got strides " + shape_string(v.strides));
+  }
+  check_data(name, v, true);
+  const ByteRange r = byte_range(v);
+  for (const TensorView* in : inputs) {
+    if (in != nullptr && overlaps(r, byte_range(*in))) {
+      fail(name, "must not share memory with an input tensor, got an overlapping buffer");
+    }
+  }
+  for (const auto& e : earlier) {
+    if (overlaps(r, byte_range(*e.second))) {
+      fail(name, "must not share memory with another output, got one overlapping " + e.first);
+    }
+  }
+}
+
+}  // namespace
+
+int64_t LstmDims::sequence_length(int64_t b) const {
+  int64_t len = 0;
+  while (len < static_cast<int64_t>(step_batch.size()) && step_batch[len] > b) ++len;
+  return len;
+}
+
+SequenceLayout LstmDims::sequence_layout(const TensorView& v) const {
+  SequenceLayout l;
+  if (packed) {
+    l.t_stride = B * v.stride(0);
+    l.b_stride = v.stride(0);
+    l.f_stride = v.stride(1);
+  } else if (batch_first) {
+    l.t_stride = v.stride(1);
+    l.b_stride = v.stride(0);
+    l.f_stride = v.stride(2);
+  } else {
+    l.t_stride = v.stride(0);
+    l.b_stride = v.stride(1);
+    l.f_stride = v.stride(2);
+  }
+  return l;
+}
+
+std::string param_label(const LstmDims& dims, int64_t index) {
+  const int64_t slot = index / dims.params_per_slot;
+  const int64_t p = index % dims.params_per_slot;
+  return "params[" + std::to_string(index) + "] (" + param_kind(p) + ", layer " +
+         std::to_string(slot / dims.D) + ", " + (slot % dims.D == 0 ? "forward" : "reverse") + ")";
+}
+
+LstmDims check_forward_args(const TensorView& input, const TensorList& hx,
+                            const TensorList& params, bool has_biases, int64_t num_layers,
+                            double dropout, bool train, bool bidirectional, bool batch_first,
+                            const TensorView& batch_sizes, bool read_values) {
+  LstmDims dims;
+  dims.has_biases = has_biases;
+  dims.train = train;
+
+  // input and batch_sizes: T, B, I.
+  check_view("input", input, "");
+  if (!is_floating(input.dtype)) {
+    fail("input", std::string("must be float32, float64, float16 or bfloat16, got ") +
+                      dtype_name(input.dtype));
+  }
+  dims.dtype = input.dtype;
+  if (batch_sizes.defined) check_view("batch_sizes", batch_sizes, "");
+  dims.packed = batch_sizes.defined && batch_sizes.numel() > 0;
+  if (dims.packed) {
+    if (batch_sizes.dtype != DType::Int64) {
+      fail("batch_sizes", std::string("must be int64, got ") + dtype_name(batch_sizes.dtype));
+    }
+    if (batch_sizes.dim() != 1) {
+      fail("batch_sizes", "must be 1-D (T,), got " + with_dims(batch_sizes.sizes));
+    }
+    if (input.dim() != 2) {
+      fail("input", "must be 2-D (T*B, input_size) when batch_sizes is given, got " +
+                        with_dims(input.sizes));
+    }
+    dims.T = batch_sizes.size(0);
+    if (input.size(0) % dims.T != 0) {
+      fail("batch_sizes", "length T = " + std::to_string(dims.T) +
+                              " must divide input.size(0) = " + std::to_string(input.size(0)) +
+                              " (input is (T*B, input_size)), got remainder " +
+                              std::to_string(input.size(0) % dims.T));
+    }
+    dims.B = input.size(0) / dims.T;
+    dims.I = input.size(1);
+    dims.batch_first = false;  // ignored in variable-length mode
+  } else {
+    if (input.dim() != 3) {
+      fail("input", std::string("must be 3-D ") +
+                        (batch_first ? "(B, T, input_size) with batch_first"
+                                     : "(T, B, input_size)") +
+                        " (2-D only with batch_sizes), got " + with_dims(input.sizes));
+    }
+    dims.batch_first = batch_first;
+    dims.T = batch_first ? input.size(1) : input.size(0);
+    dims.B = batch_first ? input.size(0) : input.size(1);
+    dims.I = input.size(2);
+  }
+  if (dims.T < 1) {
+    fail("input", "must have at least one time step (T >= 1), got T = 0 in shape " +
+                      shape_string(input.sizes));
+  }
+  if (dims.B < 1) {
+    fail("input", "must have at least one sequence (B >= 1), got B = 0 in shape " +
+                      shape_string(input.sizes));
+  }
+  if (dims.I < 1) {
+    fail("input", "must have input_size >= 1, got input_size = 0 in shape " +
+                      shape_string(input.sizes));
+  }
+  check_data("input", input, read_values);
+
+  if (read_values) {
+    dims.step_batch.assign(static_cast<std::size_t>(dims.T), dims.B);
+    if (dims.packed) {
+      check_data("batch_sizes", batch_sizes, true);
+      const int64_t* bs = static_cast<const int64_t*>(batch_sizes.data);
+      const int64_t st = batch_sizes.stride(0);
+      for (int64_t t = 0; t < dims.T; ++t) {
+        const int64_t v = bs[t * st];
+        const std::string at = "batch_sizes[" + std::to_string(t) + "] = " + std::to_string(v);
+        if (v < 1 || v > dims.B) {
+          fail("batch_sizes", "entries must lie in [1, B] = [1, " + std::to_string(dims.B) +
+                                  "] (B = input.size(0) / T), got " + at);
+        }
+        if (t == 0 && v != dims.B) {
+          fail("batch_sizes", "must start with B = input.size(0) / T = " +
+                                  std::to_string(dims.B) + ", got " + at);
+        }
+        if (t > 0 && v > dims.step_batch[t - 1]) {
+          fail("batch_sizes", "must be non-increasing, got " + at + " > batch_sizes[" +
+                                  std::to_string(t - 1) + "] = " +
+                                  std::to_string(dims.step_batch[t - 1]));
+        }
+        dims.step_batch[t] = v;
+      }
+    }
+    dims.step_offset.assign(static_cast<std::size_t>(dims.T) + 1, 0);
+    for (int64_t t = 0; t < dims.T; ++t) {
+      dims.step_offset[t + 1] = dims.step_offset[t] + dims.step_batch[t];
+    }
+  }
+
+  // Flags.
+  if (num_layers < 1) fail("num_layers", "must be >= 1, got " + std::to_string(num_layers));
+  dims.L = num_layers;
+  dims.D = bidirectional ? 2 : 1;
+  if (!(dropout >= 0.0 && dropout <= 1.0)) {
+    fail("dropout", "must lie in [0, 1], got " + number(dropout));
+  }
+  if (dropout > 0.0 && train && num_layers > 1) {
+    fail("dropout", "must be 0 with train=true and num_layers > 1: this op applies no dropout, "
+                    "got dropout = " + number(dropout) + " with num_layers = " +
+                    std::to_string(num_layers) +
+                    "; use lstmop.nn.LSTM, which applies dropout between layers itself");
+  }
+
+  // params: count, then every shape. H comes from params[0].
+  dims.params_per_slot = has_biases ? 4 : 2;
+  int64_t expected_count = 0;
+  if (!mul_ok(dims.params_per_slot * dims.D, dims.L, &expected_count) ||
+      expected_count != static_cast<int64_t>(params.size())) {
+    fail("params", "must hold " + std::to_string(dims.params_per_slot) + " * " +
+                       std::to_string(dims.D) + " * " + std::to_string(dims.L) + " = " +
+                       (expected_count > 0 ? std::to_string(expected_count) : std::string("too many")) +
+                       " tensors (" +
+                       (has_biases ? "w_ih, w_hh, b_ih, b_hh" : "w_ih, w_hh") +
+                       " per layer and direction), got " + std::to_string(params.size()));
+  }
+  dims.S = dims.D * dims.L;
+  {
+    const std::string label = param_label(dims, 0);
+    const TensorView& w = params[0];
+    check_view(label, w, "");
+    check_dtype(label, w, dims.dtype);
+    if (w.dim() != 2) {
+      fail(label, "must be 2-D [4*hidden_size, input_size], got " + with_dims(w.sizes));
+    }
+    if (w.size(0) < 4 || w.size(0) % 4 != 0) {
+      fail(label, "must have 4*hidden_size rows, a positive multiple of 4 (hidden_size >= 1), got " +
+                      shape_string(w.sizes));
+    }
+    dims.H = w.size(0) / 4;
+  }
+  const int64_t G = 4 * dims.H;
+  dims.slot_input_size.resize(static_cast<std::size_t>(dims.S));
+  for (int64_t s = 0; s < dims.S; ++s) {
+    const int64_t in_size = s < dims.D ? dims.I : dims.D * dims.H;
+    dims.slot_input_size[s] = in_size;
+    for (int64_t p = 0; p < dims.params_per_slot; ++p) {
+      const int64_t index = s * dims.params_per_slot + p;
+      const std::vector<int64_t> shape =
+          p == 0 ? std::vector<int64_t>{G, in_size}
+                 : (p == 1 ? std::vector<int64_t>{G, dims.H} : std::vector<int64_t>{G});
+      check_input_tensor(param_label(dims, index), params[index], dims, shape, "", read_values);
+    }
+  }
+
+  // Sizes of the outputs and of the gate workspace, (D*L, T, B, 4H), in int64.
+  {
+    int64_t n = 0;
+    if (!mul_ok(dims.S, dims.T, &n) || !mul_ok(n, dims.B, &n) || !mul_ok(n, G, &n)) {
+      fail("input", "is too large: the gate activations (D*L, T, B, 4*hidden_size) = [" +
+                        std::to_string(dims.S) + ", " + std::to_string(dims.T) + ", " +
+                        std::to_string(dims.B) + ", " + std::to_string(G) +
+                        "] must have fewer than 2^63 elements");
+    }
+  }
+
+  // hx: empty or [h0, c0], each (D*L, B, H).
+  if (!hx.empty() && hx.size() != 2) {
+    fail("hx", "must be empty or hold 2 tensors [h0, c0], got " + std::to_string(hx.size()));
+  }
+  dims.has_hx = !hx.empty();
+  for (std::size_t k = 0; k < hx.size(); ++k) {
+    check_input_tensor("hx[" + std::to_string(k) + "]", hx[k], dims, {dims.S, dims.B, dims.H},
+                       " (D*L, B, hidden_size)", read_values);
+  }
+  return dims;
+}
+
+ForwardShapes forward_shapes(const LstmDims& d) {
+  ForwardShapes s;
+  const int64_t out_features = d.D * d.H;
+  if (d.packed) {
+    s.output = {d.T * d.B, out_features};
+  } else if (d.batch_first) {
+    s.output = {d.B, d.T, out_features};
+  } else {
+    s.output = {d.T, d.B, out_features};
+  }
+  s.hy = s.cy = {d.S, d.B, d.H};
+  if (d.train) {
+    s.i = s.j = s.f = s.o = s.h = s.c = s.tanhc = {d.S, d.T, d.B, d.H};
+  } else {
+    s.i = s.j = s.f = s.o = s.tanhc = {0};
+    s.h = s.c = {d.S, d.B, d.H};
+  }
+  return s;
+}
+
+std::vector<const TensorView*> forward_input_views(const TensorView& input, const TensorList& hx,
+                                                   const TensorList& params,
+                                                   const TensorView& batch_sizes) {
+  std::vector<const TensorView*> v{&input, &batch_sizes};
+  for (const TensorView& t : hx) v.push_back(&t);
+  for (const TensorView& t : params) v.push_back(&t);
+  return v;
+}
+
+void check_forward_outputs(const ForwardOutputs& out, const ForwardShapes& s, const LstmDims& d,
+                           const std::vector<const TensorView*>& inputs) {
+  const std::pair<const char*, std::pair<const TensorView*, const std::vector<int64_t>*>> items[] = {
+      {"out.output", {&out.output, &s.output}}, {"out.hy", {&out.hy, &s.hy}},
+      {"out.cy", {&out.cy, &s.cy}},             {"out.i", {&out.i, &s.i}},
+      {"out.j", {&out.j, &s.j}},                {"out.f", {&out.f, &s.f}},
+      {"out.o", {&out.o, &s.o}},                {"out.h", {&out.h, &s.h}},
+      {"out.c", {&out.c, &s.c}},                {"out.tanhc", {&out.tanhc, &s.tanhc}}};
+  std::vector<std::pair<std::string, const TensorView*>> earlier;
+  for (const auto& item : items) {
+    check_output(item.first, *item.second.first, *item.second.second, d.dtype, inputs, earlier);
+    earlier.emplace_back(item.first, item.second.first);
+  }
+}
+
+LstmDims check_backward_args(const BackwardInputs& g, const TensorView& input,
+                             const TensorList& hx, const TensorList& params, bool has_biases,
+                             int64_t num_layers, double dropout, bool train, bool bidirectional,
+                             bool batch_first, const TensorView& batch_sizes, bool read_values) {
+  if (!train) {
+    fail("train", "must be true: the backward needs the saved tensors i, j, f, o, h, c, tanhc of "
+                  "a train=True forward, got train=false");
+  }
+  LstmDims dims = check_forward_args(input, hx, params, has_biases, num_layers, dropout, train,
+                                     bidirectional, batch_first, batch_sizes, read_values);
+  const std::vector<int64_t> saved_shape{dims.S, dims.T, dims.B, dims.H};
+  const std::pair<const char*, const TensorView*> saved[] = {
+      {"i", g.i}, {"j", g.j}, {"f", g.f}, {"o", g.o}, {"h", g.h}, {"c", g.c}, {"tanhc", g.tanhc}};
+  for (const auto& e : saved) {
+    check_input_tensor(e.first, *e.second, dims, saved_shape, " (D*L, T, B, hidden_size)",
+                       read_values, " (saved by a train=True forward)");
+  }
+  const ForwardShapes fs = forward_shapes(dims);
+  if (g.grad_y->defined) {
+    check_input_tensor("grad_y", *g.grad_y, dims, fs.output, " (the output's shape)", read_values);
+  }
+  if (g.grad_hy->defined) {
+    check_input_tensor("grad_hy", *g.grad_hy, dims, fs.hy, " (D*L, B, hidden_size)", read_values);
+  }
+  if (g.grad_cy->defined) {
+    check_input_tensor("grad_cy", *g.grad_cy, dims, fs.cy, " (D*L, B, hidden_size)", read_values);
+  }
+  return dims;
+}
+
+BackwardShapes backward_shapes(const LstmDims& d, const TensorView& input,
+                               const TensorList& params) {
+  BackwardShapes s;
+  s.dx = input.sizes;
+  s.dh0 = s.dc0 = {d.S, d.B, d.H};
+  for (const TensorView& p : params) s.dparams.push_back(p.sizes);
+  return s;
+}
+
+void check_backward_outputs(const BackwardOutputs& out, const BackwardShapes& s,
+                            const LstmDims& d, const std::vector<const TensorView*>& inputs) {
+  std::vector<std::pair<std::string, const TensorView*>> earlier;
+  check_output("out.dx", out.dx, s.dx, d.dtype, inputs, earlier);
+  earlier.emplace_back("out.dx", &out.dx);
+  check_output("out.dh0", out.dh0, s.dh0, d.dtype, inputs, earlier);
+  earlier.emplace_back("out.dh0", &out.dh0);
+  check_output("out.dc0", out.dc0, s.dc0, d.dtype, inputs, earlier);
+  earlier.emplace_back("out.dc0", &out.dc0);
+  if (out.dparams.size() != s.dparams.size()) {
+    fail("out.dparams", "must hold one tensor per params entry (" +
+                            std::to_string(s.dparams.size()) + "), got " +
+                            std::to_string(out.dparams.size()));
+  }
+  for (std::size_t k = 0; k < s.dparams.size(); ++k) {
+    const std::string name = "out.dparams[" + std::to_string(k) + "]";
+    check_output(name, out.dparams[k], s.dparams[k], d.dtype, inputs, earlier);
+    earlier.emplace_back(name, &out.dparams[k]);
+  }
+}
+
+}  // namespace detail
+}  // namespace lstmop

@@ -1,0 +1,267 @@
+// The production backward driver (backpropagation through time and layers).
+//
+// Rows are compact as in the forward (lstm_forward.cpp). Per call:
+//   1. d_out (N, D*H) <- grad_y (0 if undefined);
+//   2. per layer, top to bottom: x_l (N, I_l) <- the input (layer 0) or the
+//      lower layer's saved h of both directions; then per direction
+//      (directions possibly on two threads):
+//        gather w_ih (4H, I_l), w_hh (4H, H); h_prev (N, H) <- the h each
+//        row's step started from (saved h of the neighbouring step, or h0);
+//        dh, dc state (B, H) <- grad_hy, grad_cy;
+//        per step, in the reverse of the forward's order, rows n = step_batch[t]:
+//          lstm_cell_backward  -> d_gates[t] (n, 4H), dc_state
+//          dh_state[:n] = d_gates[t] * w_hh           (dh GEMM)
+//        dh0, dc0 <- state;
+//        dw_ih = d_gates^T x_l, dw_hh = d_gates^T h_prev  (one GEMM each)
+//        db_ih = db_hh = column sums of d_gates;
+//      d_in (N, I_l) = sum over directions of d_gates * w_ih (the next d_out);
+//   3. scatter layer 0's d_in into dx (0 in invalid rows).
+#include <algorithm>
+
+#include "element_access.h"
+#include "gemm.h"
+#include "lstm_cell.h"
+#include "lstm_driver.h"
+#include "threads.h"
+#include "workspace.h"
+
+namespace lstmop {
+namespace detail {
+namespace {
+
+enum SavedIndex { kI, kJ, kF, kO, kTanhc, kCPrev, kSavedCount };
+
+template <class Acc>
+struct DirectionWorkspace {
+  Workspace<Acc> d_gates, w_ih, w_hh, h_prev, dh_state, dc_state, dw_ih, dw_hh, db;
+  Workspace<Acc> step[kSavedCount];  // one step's i, j, f, o, tanhc, c_prev (B, H)
+};
+
+template <class Acc>
+class BackwardDriver {
+ public:
+  BackwardDriver(const LstmDims& d, const BackwardInputs& g, const TensorView& input,
+                 const TensorList& hx, const TensorList& params, const BackwardOutputs& out)
+      : d_(d), g_(g), input_(input), hx_(hx), params_(params), out_(out) {
+    const int64_t N = d.valid_rows(), G = 4 * d.H, DH = d.D * d.H;
+    const int64_t max_in = std::max(d.I, DH);
+    x_.allocate("a layer's input (valid rows, input_size)", N * max_in);
+    d_out_.allocate("the gradient of a layer's output (valid rows, D*H)", N * max_in);
+    d_in_.allocate("the gradient of a layer's input (valid rows, input_size)", N * max_in);
+    parallel_ = get_num_threads() >= 2 && d.D == 2;
+    for (int64_t k = 0; k < d.D; ++k) {
+      DirectionWorkspace<Acc>& w = dir_[k];
+      // d_gates and w_ih of both directions meet in the d_in GEMMs.
+      w.d_gates.allocate("the gate gradients (valid rows, 4H)", N * G);
+      w.w_ih.allocate("w_ih (4H, input_size)", G * max_in);
+      if (k > 0 && !parallel_) continue;
+      w.w_hh.allocate("w_hh (4H, H)", G * d.H);
+      w.h_prev.allocate("the previous hidden states (valid rows, H)", N * d.H);
+      w.dh_state.allocate("dh (B, H)", d.B * d.H);
+      w.dc_state.allocate("dc (B, H)", d.B * d.H);
+      w.dw_ih.allocate("dw_ih (4H, input_size)", G * max_in);
+      w.dw_hh.allocate("dw_hh (4H, H)", G * d.H);
+      w.db.allocate("db (4H)", G);
+      for (Workspace<Acc>& b : w.step) b.allocate("one step's saved tensors (B, H)", d.B * d.H);
+    }
+  }
+
+  void run() {
+    const int64_t DH = d_.D * d_.H;
+    if (g_.grad_y->defined) {
+      gather_sequence(*g_.grad_y, DH, d_out_.data());
+    } else {
+      std::fill(d_out_.data(), d_out_.data() + d_.valid_rows() * DH, Acc(0));
+    }
+    for (int64_t l = d_.L - 1; l >= 0; --l) {
+      const int64_t in_size = d_.slot_input_size[l * d_.D];
+      load_layer_input(l);
+      run_tasks(d_.D, [&](int64_t dir) { run_direction(l, dir); });
+      // d_in (N, I_l) = sum_d d_gates_d (N, 4H) * w_ih_d (4H, I_l), directions in order.
+      for (int64_t dir = 0; dir < d_.D; ++dir) {
+        gemm(Transpose::No, Transpose::No, d_.valid_rows(), in_size, 4 * d_.H, Acc(1),
+             dir_[dir].d_gates.data(), 4 * d_.H, dir_[dir].w_ih.data(), in_size,
+             dir == 0 ? Acc(0) : Acc(1), d_in_.data(), in_size);
+      }
+      std::swap(d_in_, d_out_);  // d_out_ now holds the gradient of layer l-1's output
+    }
+    write_dx(d_out_.data());
+  }
+
+ private:
+  // dst (N, F) <- the valid rows of a sequence tensor in the input/output format.
+  void gather_sequence(const TensorView& v, int64_t features, Acc* dst) const {
+    const SequenceLayout l = d_.sequence_layout(v);
+    for (int64_t t = 0; t < d_.T; ++t) {
+      gather_matrix<Acc>(v, t * l.t_stride, d_.step_batch[t], l.b_stride, features, l.f_stride,
+                         dst + d_.step_offset[t] * features, features);
+    }
+  }
+
+  // x_ (N, I_l): the input for layer 0, else the lower layer's saved h (its output).
+  void load_layer_input(int64_t l) {
+    if (l == 0) {
+      gather_sequence(input_, d_.I, x_.data());
+      return;
+    }
+    const TensorView& h = *g_.h;
+    const int64_t DH = d_.D * d_.H;
+    for (int64_t dir = 0; dir < d_.D; ++dir) {
+      const int64_t s = (l - 1) * d_.D + dir;
+      for (int64_t t = 0; t < d_.T; ++t) {
+        gather_matrix<Acc>(h, s * h.stride(0) + t * h.stride(1), d_.step_batch[t], h.stride(2),
+                           d_.H, h.stride(3), x_.data() + d_.step_offset[t] * DH + dir * d_.H, DH);
+      }
+    }
+  }
+
+  // rows x H of slot s in a (S, B, H) view (hx entries, grad_hy, grad_cy), or zeros.
+  void load_slot_rows(const TensorView* v, int64_t s, int64_t first, int64_t rows, Acc* dst) const {
+    if (v == nullptr || !v->defined) {
+      std::fill(dst, dst + rows * d_.H, Acc(0));
+      return;
+    }
+    gather_matrix<Acc>(*v, s * v->stride(0) + first * v->stride(1), rows, v->stride(1), d_.H,
+                       v->stride(2), dst, d_.H);
+  }
+
+  // rows x H at [s, t, first:] of a saved (S, T, B, H) view.
+  static void load_saved_rows(const TensorView& v, int64_t s, int64_t t, int64_t first,
+                              int64_t rows, int64_t H, Acc* dst) {
+    gather_matrix<Acc>(v, s * v.stride(0) + t * v.stride(1) + first * v.stride(2), rows,
+                       v.stride(2), H, v.stride(3), dst, H);
+  }
+
+  // Step t of a direction started from step `prev` for rows b with b <
+  // step_batch[prev] (prev inside [0, T)), from hx otherwise.
+  int64_t previous_step(int64_t dir, int64_t t) const { return dir == 0 ? t - 1 : t + 1; }
+  int64_t rows_from_saved(int64_t dir, int64_t t) const {
+    const int64_t prev = previous_step(dir, t);
+    if (prev < 0 || prev >= d_.T) return 0;
+    return std::min(d_.step_batch[prev], d_.step_batch[t]);
+  }
+
+  // h or c the step started from, rows 0..step_batch[t]-1, into dst (rows, H).
+  void load_previous(const TensorView& saved, const TensorView* initial, int64_t s, int64_t dir,
+                     int64_t t, Acc* dst) const {
+    const int64_t rows = d_.step_batch[t];
+    const int64_t from_saved = rows_from_saved(dir, t);
+    if (from_saved > 0) {
+      load_saved_rows(saved, s, previous_step(dir, t), 0, from_saved, d_.H, dst);
+    }
+    if (rows > from_saved) {
+      load_slot_rows(initial, s, from_saved, rows - from_saved, dst + from_saved * d_.H);
+    }
+  }
+
+  void load_weights(int64_t s, DirectionWorkspace<Acc>& wi, DirectionWorkspace<Acc>& w) const {
+    const int64_t G = 4 * d_.H, in_size = d_.slot_input_size[s];
+    const TensorView& w_ih = params_[s * d_.params_per_slot];
+    const TensorView& w_hh = params_[s * d_.params_per_slot + 1];
+    gather_matrix<Acc>(w_ih, 0, G, w_ih.stride(0), in_size, w_ih.stride(1), wi.w_ih.data(),
+                       in_size);
+    gather_matrix<Acc>(w_hh, 0, G, w_hh.stride(0), d_.H, w_hh.stride(1), w.w_hh.data(), d_.H);
+  }
+
+  void run_direction(int64_t l, int64_t dir) {
+    DirectionWorkspace<Acc>& own = dir_[dir];          // d_gates, w_ih
+    DirectionWorkspace<Acc>& w = dir_[parallel_ ? dir : 0];  // the rest
+    const int64_t s = l * d_.D + dir;
+    const int64_t H = d_.H, G = 4 * H, DH = d_.D * H, N = d_.valid_rows();
+    const int64_t in_size = d_.slot_input_size[s];
+    const TensorView* h0 = d_.has_hx ? &hx_[0] : nullptr;
+    const TensorView* c0 = d_.has_hx ? &hx_[1] : nullptr;
+    load_weights(s, own, w);
+    for (int64_t t = 0; t < d_.T; ++t) {
+      load_previous(*g_.h, h0, s, dir, t, w.h_prev.data() + d_.step_offset[t] * H);
+    }
+    load_slot_rows(g_.grad_hy, s, 0, d_.B, w.dh_state.data());
+    load_slot_rows(g_.grad_cy, s, 0, d_.B, w.dc_state.data());
+
+    const TensorView* saved_views[] = {g_.i, g_.j, g_.f, g_.o, g_.tanhc};
+    Acc* step[kSavedCount];
+    for (int k = 0; k < kSavedCount; ++k) step[k] = w.step[k].data();
+    for (int64_t n = 0; n < d_.T; ++n) {
+      const int64_t t = dir == 0 ? d_.T - 1 - n : n;
+      const int64_t rows = d_.step_batch[t];
+      const int64_t off = d_.step_offset[t];
+      for (int k = 0; k < kCPrev; ++k) load_saved_rows(*saved_views[k], s, t, 0, rows, H, step[k]);
+      load_previous(*g_.c, c0, s, dir, t, step[kCPrev]);
+      Acc* d_gates = own.d_gates.data() + off * G;
+      lstm_cell_backward<Acc>(rows, H, step[kI], step[kJ], step[kF], step[kO], step[kTanhc],
+                              step[kCPrev], d_out_.data() + off * DH + dir * H, DH,
+                              w.dh_state.data(), w.dc_state.data(), d_gates);
+      // (rows, H) = (rows, 4H) * (4H, H)
+      gemm(Transpose::No, Transpose::No, rows, H, G, Acc(1), d_gates, G, w.w_hh.data(), H,
+           Acc(0), w.dh_state.data(), H);
+    }
+    scatter_matrix<Acc>(w.dh_state.data(), H, d_.B, H, out_.dh0, s * d_.B * H, H, 1);
+    scatter_matrix<Acc>(w.dc_state.data(), H, d_.B, H, out_.dc0, s * d_.B * H, H, 1);
+
+    // (4H, I_l) = (N, 4H)^T * (N, I_l);  (4H, H) = (N, 4H)^T * (N, H)
+    gemm(Transpose::Yes, Transpose::No, G, in_size, N, Acc(1), own.d_gates.data(), G, x_.data(),
+         in_size, Acc(0), w.dw_ih.data(), in_size);
+    gemm(Transpose::Yes, Transpose::No, G, H, N, Acc(1), own.d_gates.data(), G, w.h_prev.data(),
+         H, Acc(0), w.dw_hh.data(), H);
+    const int64_t base = s * d_.params_per_slot;
+    scatter_matrix<Acc>(w.dw_ih.data(), in_size, G, in_size, out_.dparams[base], 0, in_size, 1);
+    scatter_matrix<Acc>(w.dw_hh.data(), H, G, H, out_.dparams[base + 1], 0, H, 1);
+    if (d_.has_biases) {
+      // Column sums of d_gates, rows in order.
+      Acc* db = w.db.data();
+      std::fill(db, db + G, Acc(0));
+      for (int64_t r = 0; r < N; ++r) {
+        const Acc* row = own.d_gates.data() + r * G;
+        for (int64_t g = 0; g < G; ++g) db[g] += row[g];
+      }
+      scatter_matrix<Acc>(db, G, 1, G, out_.dparams[base + 2], 0, G, 1);
+      scatter_matrix<Acc>(db, G, 1, G, out_.dparams[base + 3], 0, G, 1);
+    }
+  }
+
+  void write_dx(const Acc* d_in) const {
+    const TensorView& dx = out_.dx;
+    const SequenceLayout l = d_.sequence_layout(dx);
+    for (int64_t t = 0; t < d_.T; ++t) {
+      const int64_t rows = d_.step_batch[t];
+      scatter_matrix<Acc>(d_in + d_.step_offset[t] * d_.I, d_.I, rows, d_.I, dx, t * l.t_stride,
+                          l.b_stride, l.f_stride);
+      if (rows < d_.B) {
+        zero_matrix(dx, t * l.t_stride + rows * l.b_stride, d_.B - rows, l.b_stride, d_.I,
+                    l.f_stride);
+      }
+    }
+  }
+
+  const LstmDims& d_;
+  const BackwardInputs& g_;
+  const TensorView& input_;
+  const TensorList& hx_;
+  const TensorList& params_;
+  const BackwardOutputs& out_;
+  bool parallel_ = false;
+  Workspace<Acc> x_, d_out_, d_in_;
+  DirectionWorkspace<Acc> dir_[2];
+};
+
+}  // namespace
+
+void run_lstm_backward(const LstmDims& dims, const BackwardInputs& saved, const TensorView& input,
+                       const TensorList& hx, const TensorList& params,
+                       const BackwardOutputs& out) {
+  switch (dims.dtype) {
+    case DType::Float64:
+      BackwardDriver<double>(dims, saved, input, hx, params, out).run();
+      break;
+    case DType::Float32:
+    case DType::Float16:
+    case DType::BFloat16:
+      // float16 / bfloat16 are widened when gathered and rounded when stored.
+      BackwardDriver<float>(dims, saved, input, hx, params, out).run();
+      break;
+    case DType::Int64: break;  // rejected by validation
+  }
+}
+
+}  // namespace detail
+}  // namespace lstmop

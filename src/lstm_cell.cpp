@@ -1,0 +1,118 @@
+// The fused element-wise LSTM step passes (scalar loops; see lstm_cell.h).
+#include "lstm_cell.h"
+
+#include <cmath>
+
+#include "element_access.h"
+
+namespace lstmop {
+namespace detail {
+namespace {
+
+template <class Acc>
+inline Acc sigmoid(Acc x) {
+  return Acc(1) / (Acc(1) + std::exp(-x));
+}
+
+}  // namespace
+
+template <class Acc, class S>
+void lstm_cell_forward(int64_t rows, int64_t H, const Acc* gates, const Acc* bias, Acc* c_state,
+                       Acc* h_state, Acc* layer_out, int64_t ld_out, const StepSaved<S>* saved) {
+  const int64_t G = 4 * H;
+  for (int64_t r = 0; r < rows; ++r) {
+    const Acc* a = gates + r * G;
+    Acc* c = c_state + r * H;
+    Acc* h = h_state + r * H;
+    Acc* out = layer_out + r * ld_out;
+    for (int64_t k = 0; k < H; ++k) {
+      const Acc gi = sigmoid(a[k] + bias[k]);
+      const Acc gf = sigmoid(a[H + k] + bias[H + k]);
+      const Acc gj = std::tanh(a[2 * H + k] + bias[2 * H + k]);
+      const Acc go = sigmoid(a[3 * H + k] + bias[3 * H + k]);
+      const Acc cn = gf * c[k] + gi * gj;
+      const Acc tc = std::tanh(cn);
+      const Acc hn = go * tc;
+      c[k] = cn;
+      h[k] = hn;
+      out[k] = hn;
+      if (saved != nullptr) {
+        const int64_t e = r * H + k;
+        saved->i[e] = StoreAs<S>::from(gi);
+        saved->j[e] = StoreAs<S>::from(gj);
+        saved->f[e] = StoreAs<S>::from(gf);
+        saved->o[e] = StoreAs<S>::from(go);
+        saved->c[e] = StoreAs<S>::from(cn);
+        saved->tanhc[e] = StoreAs<S>::from(tc);
+        saved->h[e] = StoreAs<S>::from(hn);
+      }
+    }
+  }
+}
+
+template <class Acc, class S>
+void lstm_cell_fill_invalid(int64_t rows, int64_t H, const Acc* h_carried, const Acc* c_carried,
+                            const StepSaved<S>& saved) {
+  for (int64_t e = 0; e < rows * H; ++e) {
+    saved.i[e] = S{};
+    saved.j[e] = S{};
+    saved.f[e] = S{};
+    saved.o[e] = S{};
+    saved.h[e] = StoreAs<S>::from(h_carried[e]);
+    saved.c[e] = StoreAs<S>::from(c_carried[e]);
+    saved.tanhc[e] = StoreAs<S>::from(std::tanh(c_carried[e]));
+  }
+}
+
+template <class Acc>
+void lstm_cell_backward(int64_t rows, int64_t H, const Acc* i, const Acc* j, const Acc* f,
+                        const Acc* o, const Acc* tanhc, const Acc* c_prev, const Acc* d_out,
+                        int64_t ld_out, const Acc* dh_state, Acc* dc_state, Acc* d_gates) {
+  const int64_t G = 4 * H;
+  for (int64_t r = 0; r < rows; ++r) {
+    const int64_t e0 = r * H;
+    const Acc* dy = d_out + r * ld_out;
+    Acc* dg = d_gates + r * G;
+    for (int64_t k = 0; k < H; ++k) {
+      const int64_t e = e0 + k;
+      const Acc gi = i[e], gj = j[e], gf = f[e], go = o[e], tc = tanhc[e];
+      const Acc dh = dh_state[e] + dy[k];
+      const Acc dc = dc_state[e] + dh * go * (Acc(1) - tc * tc);
+      dg[k] = dc * gj * gi * (Acc(1) - gi);
+      dg[H + k] = dc * c_prev[e] * gf * (Acc(1) - gf);
+      dg[2 * H + k] = dc * gi * (Acc(1) - gj * gj);
+      dg[3 * H + k] = dh * tc * go * (Acc(1) - go);
+      dc_state[e] = dc * gf;
+    }
+  }
+}
+
+// The shipped (compute, storage) pairs.
+template void lstm_cell_forward<float, float>(int64_t, int64_t, const float*, const float*, float*,
+                                              float*, float*, int64_t, const StepSaved<float>*);
+template void lstm_cell_forward<float, Half>(int64_t, int64_t, const float*, const float*, float*,
+                                             float*, float*, int64_t, const StepSaved<Half>*);
+template void lstm_cell_forward<float, BFloat16>(int64_t, int64_t, const float*, const float*,
+                                                 float*, float*, float*, int64_t,
+                                                 const StepSaved<BFloat16>*);
+template void lstm_cell_forward<double, double>(int64_t, int64_t, const double*, const double*,
+                                                double*, double*, double*, int64_t,
+                                                const StepSaved<double>*);
+template void lstm_cell_fill_invalid<float, float>(int64_t, int64_t, const float*, const float*,
+                                                   const StepSaved<float>&);
+template void lstm_cell_fill_invalid<float, Half>(int64_t, int64_t, const float*, const float*,
+                                                  const StepSaved<Half>&);
+template void lstm_cell_fill_invalid<float, BFloat16>(int64_t, int64_t, const float*, const float*,
+                                                      const StepSaved<BFloat16>&);
+template void lstm_cell_fill_invalid<double, double>(int64_t, int64_t, const double*,
+                                                     const double*, const StepSaved<double>&);
+template void lstm_cell_backward<float>(int64_t, int64_t, const float*, const float*, const float*,
+                                        const float*, const float*, const float*, const float*,
+                                        int64_t, const float*, float*, float*);
+template void lstm_cell_backward<double>(int64_t, int64_t, const double*, const double*,
+                                         const double*, const double*, const double*,
+                                         const double*, const double*, int64_t, const double*,
+                                         double*, double*);
+
+}  // namespace detail
+}  // namespace lstmop

@@ -1,0 +1,229 @@
+// The production forward driver.
+//
+// Rows of every workspace are *compact*: step t's valid sequences
+// b < step_batch[t] occupy rows step_offset[t] + b, so padding of
+// variable-length input is never computed. Per call:
+//   1. gather the input into x (N, I) in the compute type;
+//   2. per layer and direction (directions possibly on two threads):
+//      gather the slot's weights transposed, w_ih^T (I_l, 4H), w_hh^T (H, 4H),
+//      and bias = b_ih + b_hh (4H); set the state from hx;
+//      gates (N, 4H) = x_l * w_ih^T             (one GEMM for all steps)
+//      per step t (forward 0..T-1, reverse T-1..0), rows n = step_batch[t]:
+//        gates[t] += h_state[:n] * w_hh^T        (recurrent GEMM)
+//        lstm_cell_forward                        (activations, c/h update,
+//                                                  saved tensors, layer output)
+//      hy, cy <- state; saved tensors at positions past each sequence's end;
+//   3. scatter the last layer's output into `output` (0 in invalid rows).
+#include <algorithm>
+
+#include "element_access.h"
+#include "gemm.h"
+#include "lstm_cell.h"
+#include "lstm_driver.h"
+#include "threads.h"
+#include "workspace.h"
+
+namespace lstmop {
+namespace detail {
+namespace {
+
+// Per-direction scratch.
+template <class Acc>
+struct DirectionWorkspace {
+  Workspace<Acc> gates, w_ih_t, w_hh_t, bias, bias_tmp, h_state, c_state;
+};
+
+template <class Acc, class S>
+class ForwardDriver {
+ public:
+  ForwardDriver(const LstmDims& d, const TensorView& input, const TensorList& hx,
+                const TensorList& params, const ForwardOutputs& out)
+      : d_(d), input_(input), hx_(hx), params_(params), out_(out) {
+    const int64_t N = d.valid_rows(), G = 4 * d.H, DH = d.D * d.H;
+    const int64_t max_in = std::max(d.I, DH);
+    x0_.allocate("the input (valid rows, input_size)", N * d.I);
+    for (int64_t k = 0; k < std::min<int64_t>(d.L, 2); ++k) {
+      y_[k].allocate("a layer's output (valid rows, D*H)", N * DH);
+    }
+    parallel_ = get_num_threads() >= 2 && d.D == 2;
+    for (int64_t k = 0; k < (parallel_ ? d.D : 1); ++k) {
+      DirectionWorkspace<Acc>& w = dir_[k];
+      w.gates.allocate("the gates (valid rows, 4H)", N * G);
+      w.w_ih_t.allocate("w_ih^T (input_size, 4H)", max_in * G);
+      w.w_hh_t.allocate("w_hh^T (H, 4H)", d.H * G);
+      w.bias.allocate("the bias (4H)", G);
+      w.bias_tmp.allocate("the bias (4H)", G);
+      w.h_state.allocate("the hidden state (B, H)", d.B * d.H);
+      w.c_state.allocate("the cell state (B, H)", d.B * d.H);
+    }
+  }
+
+  void run() {
+    gather_input();
+    for (int64_t l = 0; l < d_.L; ++l) {
+      const Acc* x = l == 0 ? x0_.data() : y_[(l - 1) % 2].data();
+      Acc* y = y_[l % 2].data();
+      run_tasks(d_.D, [&](int64_t dir) { run_direction(l, dir, x, y); });
+    }
+    write_output(y_[(d_.L - 1) % 2].data());
+    if (!d_.train) {
+      // h, c are hy, cy (S, B, H).
+      const std::size_t bytes = static_cast<std::size_t>(d_.S * d_.B * d_.H) * sizeof(S);
+      std::copy_n(static_cast<const unsigned char*>(out_.hy.data), bytes,
+                  static_cast<unsigned char*>(out_.h.data));
+      std::copy_n(static_cast<const unsigned char*>(out_.cy.data), bytes,
+                  static_cast<unsigned char*>(out_.c.data));
+    }
+  }
+
+ private:
+  void gather_input() {
+    const SequenceLayout l = d_.sequence_layout(input_);
+    for (int64_t t = 0; t < d_.T; ++t) {
+      gather_matrix<Acc>(input_, t * l.t_stride, d_.step_batch[t], l.b_stride, d_.I, l.f_stride,
+                         x0_.data() + d_.step_offset[t] * d_.I, d_.I);
+    }
+  }
+
+  // Saved-tensor rows [slot, t, 0 .. ) of the outputs (contiguous (S, T, B, H)).
+  StepSaved<S> saved_at(int64_t s, int64_t t) const {
+    const int64_t e = ((s * d_.T + t) * d_.B) * d_.H;
+    StepSaved<S> p;
+    p.i = static_cast<S*>(out_.i.data) + e;
+    p.j = static_cast<S*>(out_.j.data) + e;
+    p.f = static_cast<S*>(out_.f.data) + e;
+    p.o = static_cast<S*>(out_.o.data) + e;
+    p.h = static_cast<S*>(out_.h.data) + e;
+    p.c = static_cast<S*>(out_.c.data) + e;
+    p.tanhc = static_cast<S*>(out_.tanhc.data) + e;
+    return p;
+  }
+
+  static StepSaved<S> offset_rows(StepSaved<S> p, int64_t e) {
+    p.i += e, p.j += e, p.f += e, p.o += e, p.h += e, p.c += e, p.tanhc += e;
+    return p;
+  }
+
+  void load_weights(int64_t s, DirectionWorkspace<Acc>& w) const {
+    const int64_t G = 4 * d_.H, in_size = d_.slot_input_size[s];
+    const int64_t base = s * d_.params_per_slot;
+    const TensorView& w_ih = params_[base];
+    const TensorView& w_hh = params_[base + 1];
+    // Transposed: element (k, g) of w^T is w[g, k].
+    gather_matrix<Acc>(w_ih, 0, in_size, w_ih.stride(1), G, w_ih.stride(0), w.w_ih_t.data(), G);
+    gather_matrix<Acc>(w_hh, 0, d_.H, w_hh.stride(1), G, w_hh.stride(0), w.w_hh_t.data(), G);
+    Acc* bias = w.bias.data();
+    if (d_.has_biases) {
+      const TensorView& b_ih = params_[base + 2];
+      const TensorView& b_hh = params_[base + 3];
+      gather_matrix<Acc>(b_ih, 0, 1, 0, G, b_ih.stride(0), bias, G);
+      gather_matrix<Acc>(b_hh, 0, 1, 0, G, b_hh.stride(0), w.bias_tmp.data(), G);
+      for (int64_t g = 0; g < G; ++g) bias[g] += w.bias_tmp.data()[g];
+    } else {
+      std::fill(bias, bias + G, Acc(0));
+    }
+  }
+
+  void load_state(int64_t s, DirectionWorkspace<Acc>& w) const {
+    const int64_t n = d_.B * d_.H;
+    if (d_.has_hx) {
+      const TensorView& h0 = hx_[0];
+      const TensorView& c0 = hx_[1];
+      gather_matrix<Acc>(h0, s * h0.stride(0), d_.B, h0.stride(1), d_.H, h0.stride(2),
+                         w.h_state.data(), d_.H);
+      gather_matrix<Acc>(c0, s * c0.stride(0), d_.B, c0.stride(1), d_.H, c0.stride(2),
+                         w.c_state.data(), d_.H);
+    } else {
+      std::fill(w.h_state.data(), w.h_state.data() + n, Acc(0));
+      std::fill(w.c_state.data(), w.c_state.data() + n, Acc(0));
+    }
+  }
+
+  // Saved positions (t, b >= step_batch[t]) get the carried state, which is
+  // the current content of the state rows b (the final state for the forward
+  // direction, hx's for the reverse one before its loop).
+  void fill_invalid(int64_t s, const DirectionWorkspace<Acc>& w) const {
+    for (int64_t t = 0; t < d_.T; ++t) {
+      const int64_t first = d_.step_batch[t];
+      if (first == d_.B) continue;
+      const int64_t e = first * d_.H;
+      lstm_cell_fill_invalid<Acc, S>(d_.B - first, d_.H, w.h_state.data() + e,
+                                     w.c_state.data() + e, offset_rows(saved_at(s, t), e));
+    }
+  }
+
+  void run_direction(int64_t l, int64_t dir, const Acc* x, Acc* y) {
+    DirectionWorkspace<Acc>& w = dir_[parallel_ ? dir : 0];
+    const int64_t s = l * d_.D + dir;
+    const int64_t G = 4 * d_.H, H = d_.H, DH = d_.D * d_.H;
+    const int64_t in_size = d_.slot_input_size[s];
+    load_weights(s, w);
+    load_state(s, w);
+    if (d_.train && dir == 1 && d_.packed) fill_invalid(s, w);
+
+    // (N, 4H) = (N, I_l) * (I_l, 4H): the input projection of every valid row.
+    gemm(Transpose::No, Transpose::No, d_.valid_rows(), G, in_size, Acc(1), x, in_size,
+         w.w_ih_t.data(), G, Acc(0), w.gates.data(), G);
+    for (int64_t n = 0; n < d_.T; ++n) {
+      const int64_t t = dir == 0 ? n : d_.T - 1 - n;
+      const int64_t rows = d_.step_batch[t];
+      const int64_t off = d_.step_offset[t];
+      Acc* gates = w.gates.data() + off * G;
+      // (rows, 4H) += (rows, H) * (H, 4H)
+      gemm(Transpose::No, Transpose::No, rows, G, H, Acc(1), w.h_state.data(), H,
+           w.w_hh_t.data(), G, Acc(1), gates, G);
+      const StepSaved<S> saved = d_.train ? saved_at(s, t) : StepSaved<S>{};
+      lstm_cell_forward<Acc, S>(rows, H, gates, w.bias.data(), w.c_state.data(),
+                                w.h_state.data(), y + off * DH + dir * H, DH,
+                                d_.train ? &saved : nullptr);
+    }
+    const TensorView& hy = out_.hy;
+    const TensorView& cy = out_.cy;
+    scatter_matrix<Acc>(w.h_state.data(), H, d_.B, H, hy, s * d_.B * H, H, 1);
+    scatter_matrix<Acc>(w.c_state.data(), H, d_.B, H, cy, s * d_.B * H, H, 1);
+    if (d_.train && dir == 0 && d_.packed) fill_invalid(s, w);
+  }
+
+  void write_output(const Acc* y) const {
+    const TensorView& output = out_.output;
+    const SequenceLayout l = d_.sequence_layout(output);
+    const int64_t DH = d_.D * d_.H;
+    for (int64_t t = 0; t < d_.T; ++t) {
+      const int64_t rows = d_.step_batch[t];
+      scatter_matrix<Acc>(y + d_.step_offset[t] * DH, DH, rows, DH, output, t * l.t_stride,
+                          l.b_stride, l.f_stride);
+      if (rows < d_.B) {
+        zero_matrix(output, t * l.t_stride + rows * l.b_stride, d_.B - rows, l.b_stride, DH,
+                    l.f_stride);
+      }
+    }
+  }
+
+  const LstmDims& d_;
+  const TensorView& input_;
+  const TensorList& hx_;
+  const TensorList& params_;
+  const ForwardOutputs& out_;
+  bool parallel_ = false;
+  Workspace<Acc> x0_;
+  Workspace<Acc> y_[2];
+  DirectionWorkspace<Acc> dir_[2];
+};
+
+}  // namespace
+
+void run_lstm_forward(const LstmDims& dims, const TensorView& input, const TensorList& hx,
+                      const TensorList& params, const ForwardOutputs& out) {
+  switch (dims.dtype) {
+    case DType::Float32: ForwardDriver<float, float>(dims, input, hx, params, out).run(); break;
+    case DType::Float64: ForwardDriver<double, double>(dims, input, hx, params, out).run(); break;
+    case DType::Float16: ForwardDriver<float, Half>(dims, input, hx, params, out).run(); break;
+    case DType::BFloat16:
+      ForwardDriver<float, BFloat16>(dims, input, hx, params, out).run();
+      break;
+    case DType::Int64: break;  // rejected by validation
+  }
+}
+
+}  // namespace detail
+}  // namespace lstmop

@@ -1,0 +1,64 @@
+// Internal: pieces shared by the reference forward and backward (plain
+// double-precision code, no attempt at speed).
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+#include <vector>
+
+#include "element_access.h"
+#include "lstm_args.h"
+
+namespace lstmop {
+namespace reference {
+namespace detail {
+
+inline double sigmoid(double x) { return 1.0 / (1.0 + std::exp(-x)); }
+
+// One slot's parameters widened to double, row-major.
+struct SlotWeights {
+  std::vector<double> w_ih;  // (4H, I_l)
+  std::vector<double> w_hh;  // (4H, H)
+  std::vector<double> bias;  // (4H): b_ih + b_hh, zeros without biases
+};
+
+inline std::vector<double> read_all(const TensorView& v) {
+  // Row-major copy of a 1-D or 2-D view.
+  const int64_t rows = v.dim() == 2 ? v.size(0) : 1;
+  const int64_t cols = v.dim() == 2 ? v.size(1) : v.size(0);
+  const int64_t rs = v.dim() == 2 ? v.stride(0) : 0;
+  const int64_t cs = v.dim() == 2 ? v.stride(1) : v.stride(0);
+  std::vector<double> out(static_cast<std::size_t>(rows * cols));
+  lstmop::detail::gather_matrix<double>(v, 0, rows, rs, cols, cs, out.data(), cols);
+  return out;
+}
+
+inline SlotWeights read_slot(const lstmop::detail::LstmDims& d, const TensorList& params,
+                             int64_t slot) {
+  const int64_t base = slot * d.params_per_slot;
+  SlotWeights w;
+  w.w_ih = read_all(params[base]);
+  w.w_hh = read_all(params[base + 1]);
+  w.bias.assign(static_cast<std::size_t>(4 * d.H), 0.0);
+  if (d.has_biases) {
+    const std::vector<double> b_ih = read_all(params[base + 2]);
+    const std::vector<double> b_hh = read_all(params[base + 3]);
+    for (std::size_t g = 0; g < w.bias.size(); ++g) w.bias[g] = b_ih[g] + b_hh[g];
+  }
+  return w;
+}
+
+// Element (a, b, k) of a 3-D view, in double.
+inline double at3(const TensorView& v, int64_t a, int64_t b, int64_t k) {
+  return lstmop::detail::load_double(v, a * v.stride(0) + b * v.stride(1) + k * v.stride(2));
+}
+
+// Element (s, t, b, k) of a 4-D view, in double.
+inline double at4(const TensorView& v, int64_t s, int64_t t, int64_t b, int64_t k) {
+  return lstmop::detail::load_double(
+      v, s * v.stride(0) + t * v.stride(1) + b * v.stride(2) + k * v.stride(3));
+}
+
+}  // namespace detail
+}  // namespace reference
+}  // namespace lstmop
