@@ -11,8 +11,11 @@ namespace lstmop {
 namespace detail {
 namespace {
 
+// `name` starts the message; the argument is its part before any
+// parenthesised description: "params[1] (weight_hh, layer 0, forward)" is
+// argument "params[1]".
 [[noreturn]] void fail(const std::string& name, const std::string& rest) {
-  throw Error(name, name + " " + rest);
+  throw Error(name.substr(0, name.find(" (")), name + " " + rest);
 }
 
 bool is_floating(DType d) {
