@@ -1,0 +1,47 @@
+"""Thin functions over torch.ops.lstmop._lstm and torch.ops.lstmop._lstm_backward.
+
+Their docstrings are docs/lstm.md and docs/lstm_backward.md.
+"""
+import torch
+
+from . import _docs
+
+
+def lstm(input, hx, params, has_biases, num_layers, dropout, train, bidirectional, *,
+         batch_first=False, batch_sizes=None):
+    return torch.ops.lstmop._lstm(input, list(hx), list(params), has_biases, num_layers,
+                                  dropout, train, bidirectional, batch_first=batch_first,
+                                  batch_sizes=batch_sizes)
+
+
+def _zeros_for_missing_gradient(which, input, hx, params, h, num_layers, bidirectional):
+    # The op reads an undefined gradient as zeros; Python cannot pass an undefined tensor
+    # for a `Tensor` argument, so None becomes explicit zeros of the gradient's shape.
+    if len(params) == 0 or input.dim() < 2:
+        return input.new_empty((0,))  # let the op report the real problem
+    hidden_size = params[0].size(0) // 4
+    directions = 2 if bidirectional else 1
+    if which == "grad_y":
+        return input.new_zeros(tuple(input.shape[:-1]) + (directions * hidden_size,))
+    batch = hx[0].size(1) if len(hx) > 0 and hx[0].dim() == 3 else h.size(-2)
+    return input.new_zeros((directions * num_layers, batch, hidden_size))
+
+
+def lstm_backward(grad_y, grad_hy, grad_cy, input, hx, params, i, j, f, o, h, c, tanhc,
+                  has_biases, num_layers, dropout, train, bidirectional, *, batch_first=False,
+                  batch_sizes=None):
+    hx = list(hx)
+    params = list(params)
+    grads = {"grad_y": grad_y, "grad_hy": grad_hy, "grad_cy": grad_cy}
+    for name, grad in grads.items():
+        if grad is None:
+            grads[name] = _zeros_for_missing_gradient(name, input, hx, params, h, num_layers,
+                                                      bidirectional)
+    return torch.ops.lstmop._lstm_backward(
+        grads["grad_y"], grads["grad_hy"], grads["grad_cy"], input, hx, params, i, j, f, o, h,
+        c, tanhc, has_biases, num_layers, dropout, train, bidirectional,
+        batch_first=batch_first, batch_sizes=batch_sizes)
+
+
+lstm.__doc__ = _docs.page("lstm.md")
+lstm_backward.__doc__ = _docs.page("lstm_backward.md")

@@ -1,0 +1,40 @@
+"""Every ```python block of docs/*.md runs (each on its own), and the op pages are the
+docstrings of lstmop.lstm, lstmop.lstm_backward and lstmop.nn.LSTM."""
+import pathlib
+import re
+
+import pytest
+
+import lstmop
+
+DOCS = pathlib.Path(__file__).resolve().parents[2] / "docs"
+BLOCK = re.compile(r"^```python\n(.*?)^```", re.S | re.M)
+
+
+def python_blocks():
+    blocks = []
+    for page in sorted(DOCS.glob("*.md")):
+        for k, match in enumerate(BLOCK.finditer(page.read_text(encoding="utf-8"))):
+            blocks.append(pytest.param(match.group(1), id=f"{page.name}-{k}"))
+    return blocks
+
+
+BLOCKS = python_blocks()
+
+
+def test_the_op_pages_have_examples():
+    ids = [b.id for b in BLOCKS]
+    for page in ("lstm.md", "lstm_backward.md", "nn.LSTM.md"):
+        assert any(i.startswith(page) for i in ids), page
+
+
+@pytest.mark.parametrize("code", BLOCKS)
+def test_example_runs(code):
+    exec(compile(code, "<docs example>", "exec"), {"__name__": "__docs__"})
+
+
+@pytest.mark.parametrize("obj, page", [(lstmop.lstm, "lstm.md"),
+                                       (lstmop.lstm_backward, "lstm_backward.md"),
+                                       (lstmop.nn.LSTM, "nn.LSTM.md")])
+def test_docstring_is_the_page(obj, page):
+    assert obj.__doc__ == (DOCS / page).read_text(encoding="utf-8")

@@ -1,0 +1,351 @@
+"""lstmop.nn.LSTM as a drop-in for torch.nn.LSTM: constructor, parameters, initialisation,
+state_dict, every input form (batched, batch_first, unbatched, PackedSequence sorted and
+unsorted) forward and backward, dropout, dtypes, and a short training loop."""
+import dataclasses
+import random
+
+import pytest
+import torch
+from torch.nn.utils.rnn import pack_sequence
+
+import lstmop
+import lstmop.functional
+
+FORMS = ["batched", "batch_first", "unbatched", "packed_sorted", "packed_unsorted"]
+TIGHT = dict(rtol=1e-12, atol=1e-12)
+
+
+@dataclasses.dataclass
+class Case:
+    form: str
+    T: int
+    B: int
+    I: int
+    H: int
+    L: int
+    bidirectional: bool
+    bias: bool
+    with_hx: bool
+    lengths: list
+
+    def __str__(self):
+        return (f"{self.form} T{self.T} B{self.B} I{self.I} H{self.H} L{self.L} "
+                f"D{2 if self.bidirectional else 1} bias={int(self.bias)} "
+                f"hx={int(self.with_hx)} lengths={self.lengths}")
+
+    def kwargs(self, **extra):
+        return dict(num_layers=self.L, bias=self.bias, batch_first=self.form == "batch_first",
+                    bidirectional=self.bidirectional, **extra)
+
+
+def random_cases(seed, count):
+    rng = random.Random(seed)
+    cases = []
+    for k in range(count):
+        form = FORMS[k % len(FORMS)]
+        T, B = rng.randint(1, 5), rng.randint(1, 4)
+        if form == "unbatched":
+            B = 1
+        lengths = [rng.randint(1, T) for _ in range(B)]
+        lengths[rng.randrange(B)] = T
+        if form == "packed_sorted":
+            lengths.sort(reverse=True)
+        cases.append(Case(form, T, B, rng.randint(1, 6), rng.randint(1, 5), rng.randint(1, 3),
+                          rng.random() < 0.5, rng.random() < 0.7, rng.random() < 0.6, lengths))
+    return cases
+
+
+def make_inputs(case, dtype, seed=11):
+    """Leaf tensors: the input pieces and hx (as the caller gives them), all requiring grad."""
+    g = torch.Generator().manual_seed(seed)
+    rand = lambda *shape: torch.randn(*shape, generator=g, dtype=torch.float64).to(dtype)
+    D = 2 if case.bidirectional else 1
+    if case.form.startswith("packed"):
+        pieces = [rand(n, case.I) for n in case.lengths]
+    elif case.form == "unbatched":
+        pieces = [rand(case.T, case.I)]
+    elif case.form == "batch_first":
+        pieces = [rand(case.B, case.T, case.I)]
+    else:
+        pieces = [rand(case.T, case.B, case.I)]
+    hx = []
+    if case.with_hx:
+        shape = (D * case.L, case.H) if case.form == "unbatched" else (D * case.L, case.B, case.H)
+        hx = [rand(*shape), rand(*shape)]
+    for t in pieces + hx:
+        t.requires_grad_()
+    return pieces, hx
+
+
+def forward(module, case, pieces, hx):
+    """Returns (output tensor or packed data, hn, cn)."""
+    if case.form.startswith("packed"):
+        packed = pack_sequence(pieces, enforce_sorted=case.form == "packed_sorted")
+        output, (hn, cn) = module(packed, tuple(hx) if hx else None)
+        assert isinstance(output, torch.nn.utils.rnn.PackedSequence)
+        assert torch.equal(output.batch_sizes, packed.batch_sizes)
+        if packed.sorted_indices is None:
+            assert output.sorted_indices is None
+        else:
+            assert torch.equal(output.sorted_indices, packed.sorted_indices)
+            assert torch.equal(output.unsorted_indices, packed.unsorted_indices)
+        return output.data, hn, cn
+    output, (hn, cn) = module(pieces[0], tuple(hx) if hx else None)
+    return output, hn, cn
+
+
+def results_and_gradients(module_class, case, dtype, seed=0, **module_extra):
+    torch.manual_seed(seed)
+    module = module_class(case.I, case.H, **case.kwargs(**module_extra)).to(dtype)
+    pieces, hx = make_inputs(case, dtype)
+    results = forward(module, case, pieces, hx)
+    g = torch.Generator().manual_seed(5)
+    weights = [torch.randn(r.shape, generator=g, dtype=torch.float64).to(dtype) for r in results]
+    loss = sum((w * r).sum() for w, r in zip(weights, results))
+    leaves = pieces + hx + list(module.parameters())
+    grads = torch.autograd.grad(loss, leaves)
+    return [r.detach() for r in results], list(grads)
+
+
+def max_diff(a, b):
+    return (a.double() - b.double()).abs().max().item() if a.numel() else 0.0
+
+
+SWEEP = random_cases(seed=31337, count=40)
+
+
+@pytest.mark.parametrize("case", SWEEP, ids=str)
+def test_float64_forward_and_gradients_match_torch(case):
+    ours = results_and_gradients(lstmop.nn.LSTM, case, torch.float64)
+    theirs = results_and_gradients(torch.nn.LSTM, case, torch.float64)
+    for a, b in zip(ours[0] + ours[1], theirs[0] + theirs[1]):
+        assert a.shape == b.shape
+        torch.testing.assert_close(a, b, **TIGHT)
+
+
+@pytest.mark.parametrize("case", SWEEP[::2], ids=str)
+def test_float32_forward_and_gradients_as_accurate_as_torch(case):
+    ours = results_and_gradients(lstmop.nn.LSTM, case, torch.float32)
+    theirs = results_and_gradients(torch.nn.LSTM, case, torch.float32)
+    exact = results_and_gradients(torch.nn.LSTM, case, torch.float64)
+    eps = torch.finfo(torch.float32).eps
+    for a, b, e in zip(ours[0] + ours[1], theirs[0] + theirs[1], exact[0] + exact[1]):
+        bound = 4 * max_diff(b, e) + 4 * eps * max(1.0, e.abs().max().item())
+        assert max_diff(a, e) <= bound
+
+
+@pytest.mark.parametrize("kwargs", [
+    dict(), dict(num_layers=3, bias=False), dict(batch_first=True, bidirectional=True),
+    dict(num_layers=2, dropout=0.3, bidirectional=True)])
+def test_parameters_initialisation_and_repr_are_torchs(kwargs):
+    torch.manual_seed(3)
+    ours = lstmop.nn.LSTM(5, 7, **kwargs)
+    torch.manual_seed(3)
+    theirs = torch.nn.LSTM(5, 7, **kwargs)
+    assert isinstance(ours, torch.nn.LSTM)
+    assert repr(ours) == repr(theirs)
+    assert ours._flat_weights_names == theirs._flat_weights_names
+    ours_params, theirs_params = dict(ours.named_parameters()), dict(theirs.named_parameters())
+    assert list(ours_params) == list(theirs_params)
+    for name, p in ours_params.items():
+        assert torch.equal(p, theirs_params[name]), name
+
+
+def test_keyword_and_positional_constructor_arguments():
+    lstm = lstmop.nn.LSTM(input_size=3, hidden_size=4, num_layers=2, bias=False,
+                          batch_first=True, dropout=0.1, bidirectional=True, proj_size=0,
+                          device="cpu", dtype=torch.float64)
+    assert (lstm.input_size, lstm.hidden_size, lstm.num_layers, lstm.bias, lstm.batch_first,
+            lstm.dropout, lstm.bidirectional) == (3, 4, 2, False, True, 0.1, True)
+    assert lstm.weight_ih_l1_reverse.dtype == torch.float64
+    positional = lstmop.nn.LSTM(3, 4, 2, False, True, 0.1, True)
+    assert repr(positional) == repr(lstm)
+
+
+def test_state_dict_loads_both_ways():
+    ours = lstmop.nn.LSTM(4, 3, num_layers=2, bidirectional=True)
+    theirs = torch.nn.LSTM(4, 3, num_layers=2, bidirectional=True)
+    theirs.load_state_dict(ours.state_dict())
+    x = torch.randn(5, 2, 4)
+    torch.testing.assert_close(ours(x)[0], theirs(x)[0])
+    fresh = torch.nn.LSTM(4, 3, num_layers=2, bidirectional=True)
+    ours.load_state_dict(fresh.state_dict())
+    assert list(ours.state_dict()) == list(fresh.state_dict())
+    for (k, a), (_, b) in zip(ours.state_dict().items(), fresh.state_dict().items()):
+        assert torch.equal(a, b), k
+    torch.testing.assert_close(ours(x)[0], fresh(x)[0])
+
+
+def test_proj_size_is_not_implemented():
+    with pytest.raises(NotImplementedError, match="proj_size"):
+        lstmop.nn.LSTM(4, 8, proj_size=2)
+    with pytest.raises(ValueError):  # torch's own check
+        lstmop.nn.LSTM(4, 8, proj_size=-1)
+
+
+def test_hidden_dimension_errors_are_torchs():
+    lstm, reference = lstmop.nn.LSTM(3, 4), torch.nn.LSTM(3, 4)
+    calls = [(torch.randn(5, 2, 3), (torch.zeros(2, 4), torch.zeros(2, 4))),
+             (torch.randn(5, 3), (torch.zeros(1, 2, 4), torch.zeros(1, 2, 4))),
+             (torch.randn(5, 2, 3), (torch.zeros(1, 3, 4), torch.zeros(1, 3, 4))),
+             (torch.randn(5, 2, 7), None)]
+    for x, hx in calls:
+        with pytest.raises(RuntimeError) as expected:
+            reference(x, hx)
+        with pytest.raises(RuntimeError) as got:
+            lstm(x, hx)
+        assert str(got.value) == str(expected.value)
+
+
+def test_input_of_the_wrong_rank_is_rejected():
+    with pytest.raises(ValueError, match="2D or 3D"):
+        lstmop.nn.LSTM(3, 4)(torch.randn(2, 5, 2, 3))
+
+
+@pytest.mark.parametrize("form", ["batched", "batch_first", "packed_unsorted"])
+def test_dropout_in_training_matches_torch_exactly(form):
+    """The module draws its masks on the tensors torch.nn.LSTM draws on, so with the same
+    random state the results and gradients are torch's."""
+    case = Case(form, T=5, B=3, I=4, H=3, L=3, bidirectional=True, bias=True, with_hx=True,
+                lengths=[2, 5, 3])
+    results = []
+    for module_class in (lstmop.nn.LSTM, torch.nn.LSTM):
+        torch.manual_seed(0)
+        module = module_class(case.I, case.H, **case.kwargs(dropout=0.4)).double()
+        pieces, hx = make_inputs(case, torch.float64)
+        torch.manual_seed(42)
+        out = forward(module, case, pieces, hx)
+        grads = torch.autograd.grad(sum(r.sum() for r in out),
+                                    pieces + hx + list(module.parameters()))
+        results.append(list(out) + list(grads))
+    for a, b in zip(*results):
+        torch.testing.assert_close(a, b, **TIGHT)
+    # And dropout did act: without it the output differs.
+    torch.manual_seed(0)
+    plain = lstmop.nn.LSTM(case.I, case.H, **case.kwargs()).double()
+    pieces, hx = make_inputs(case, torch.float64)
+    assert not torch.allclose(forward(plain, case, pieces, hx)[0], results[0][0])
+
+
+def test_eval_mode_applies_no_dropout_and_still_differentiates():
+    torch.manual_seed(0)
+    ours = lstmop.nn.LSTM(3, 4, num_layers=2, dropout=0.5).double().eval()
+    theirs = torch.nn.LSTM(3, 4, num_layers=2, dropout=0.5).double().eval()
+    theirs.load_state_dict(ours.state_dict())
+    x = torch.randn(4, 2, 3, dtype=torch.float64, requires_grad=True)
+    a = ours(x)[0]
+    b = theirs(x)[0]
+    torch.testing.assert_close(a, b, **TIGHT)
+    (ga,) = torch.autograd.grad(a.sum(), x)
+    (gb,) = torch.autograd.grad(b.sum(), x)
+    torch.testing.assert_close(ga, gb, **TIGHT)
+
+
+def record_op_calls(monkeypatch):
+    calls = []
+    real = lstmop.functional.lstm
+
+    def recording(*args, **kwargs):
+        calls.append(dict(num_layers=args[4], dropout=args[5], train=args[6]))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(lstmop.functional, "lstm", recording)
+    return calls
+
+
+def test_saved_activations_only_when_autograd_needs_them(monkeypatch):
+    calls = record_op_calls(monkeypatch)
+    lstm = lstmop.nn.LSTM(3, 4, num_layers=2)
+    x = torch.randn(5, 2, 3)
+    with torch.no_grad():
+        lstm(x)
+    with torch.inference_mode():
+        lstm(x)
+    lstm.requires_grad_(False)
+    lstm(x)                                   # nothing requires grad
+    lstm(x.requires_grad_())                  # the input does
+    lstm.requires_grad_(True)
+    lstm(x.detach())                          # the parameters do
+    h0 = torch.zeros(2, 2, 4, requires_grad=True)
+    lstm.requires_grad_(False)
+    lstm(x.detach(), (h0, torch.zeros(2, 2, 4)))   # only hx does
+    assert [c["train"] for c in calls] == [False, False, False, True, True, True]
+    assert all(c["num_layers"] == 2 and c["dropout"] == 0.0 for c in calls)
+
+
+def test_one_call_per_layer_only_with_dropout_in_training(monkeypatch):
+    calls = record_op_calls(monkeypatch)
+    lstm = lstmop.nn.LSTM(3, 4, num_layers=3, dropout=0.2)
+    x = torch.randn(5, 2, 3)
+    lstm(x)
+    assert [c["num_layers"] for c in calls] == [1, 1, 1]
+    calls.clear()
+    lstm.eval()
+    lstm(x)
+    assert [c["num_layers"] for c in calls] == [3]
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16, torch.float64])
+def test_to_dtype(dtype):
+    torch.manual_seed(0)
+    lstm = lstmop.nn.LSTM(4, 5, num_layers=2, bidirectional=True)
+    exact_module = torch.nn.LSTM(4, 5, num_layers=2, bidirectional=True).double()
+    lstm = lstm.to(dtype)
+    with torch.no_grad():
+        for p, q in zip(exact_module.parameters(), lstm.parameters()):
+            p.copy_(q.double())
+    assert all(p.dtype == dtype for p in lstm.parameters())
+    x = torch.randn(6, 3, 4).to(dtype).requires_grad_()
+    output, (hn, cn) = lstm(x)
+    assert output.dtype == hn.dtype == cn.dtype == dtype
+    exact, _ = exact_module(x.detach().double())
+    # One float32 computation rounded into `dtype` per layer: 4 ulps of `dtype` per layer.
+    eps = torch.finfo(dtype).eps if dtype != torch.float64 else 1e-14
+    assert max_diff(output, exact) <= 2 * 4 * eps
+    output.sum().backward()
+    assert x.grad.dtype == dtype and torch.isfinite(x.grad.float()).all()
+    assert all(p.grad.dtype == dtype for p in lstm.parameters())
+
+
+def test_bfloat16_matches_torch_bfloat16():
+    torch.manual_seed(0)
+    ours = lstmop.nn.LSTM(4, 5).to(torch.bfloat16)
+    theirs = torch.nn.LSTM(4, 5).to(torch.bfloat16)
+    theirs.load_state_dict(ours.state_dict())
+    exact = torch.nn.LSTM(4, 5).double()
+    exact.load_state_dict({k: v.double() for k, v in ours.state_dict().items()})
+    x = torch.randn(6, 3, 4).to(torch.bfloat16)
+    a, b, e = ours(x)[0], theirs(x)[0], exact(x.double())[0]
+    # lstmop computes in float32 and rounds once: at least as accurate as torch's bfloat16.
+    assert max_diff(a, e) <= max(max_diff(b, e), 4 * torch.finfo(torch.bfloat16).eps)
+
+
+def test_short_training_loop_tracks_torch():
+    """Ten SGD steps on a small sequence task: the losses (and the final weights) of
+    lstmop.nn.LSTM and torch.nn.LSTM agree step for step."""
+    losses = []
+    finals = []
+    for module_class in (lstmop.nn.LSTM, torch.nn.LSTM):
+        torch.manual_seed(0)
+        lstm = module_class(3, 6, num_layers=2, batch_first=True, bidirectional=True).double()
+        head = torch.nn.Linear(12, 1).double()
+        optimizer = torch.optim.SGD(list(lstm.parameters()) + list(head.parameters()), lr=0.1)
+        g = torch.Generator().manual_seed(1)
+        run = []
+        for step in range(10):
+            x = torch.randn(4, 7, 3, generator=g, dtype=torch.float64)
+            target = x.sum(dim=(1, 2)).unsqueeze(1).tanh()
+            output, _ = lstm(x)
+            loss = torch.nn.functional.mse_loss(head(output[:, -1]), target)
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+            run.append(loss.item())
+        losses.append(run)
+        finals.append([p.detach().clone() for p in lstm.parameters()])
+    ours, theirs = losses
+    assert ours[-1] < ours[0]  # it learns
+    for a, b in zip(ours, theirs):
+        assert abs(a - b) <= 1e-12 * max(1.0, abs(b))
+    for a, b in zip(*finals):
+        torch.testing.assert_close(a, b, **TIGHT)

@@ -1,0 +1,289 @@
+// The PyTorch face of lstmop: the schemas of lstmop::_lstm and
+// lstmop::_lstm_backward (verbatim from the contract, pinned by
+// torch/schemas.txt) and their CPU and Meta kernels.
+//
+// Both kernels describe every torch tensor to the core as an
+// lstmop::TensorView: its own data pointer, dtype, sizes and strides (in
+// elements), so non-contiguous inputs are read in place, never copied. The
+// core validates everything and infers the output shapes; the kernel
+// allocates contiguous outputs of those shapes and (CPU) lets the core write
+// straight into them, or (Meta) returns them unwritten.
+//
+// The Autograd kernel of _lstm lives in lstm_autograd.cpp.
+#include <ATen/Parallel.h>
+#include <ATen/core/Tensor.h>
+#include <ATen/ops/empty.h>
+#include <c10/util/Exception.h>
+#include <torch/library.h>
+
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "lstmop/lstm.h"
+
+namespace {
+
+using at::Tensor;
+using at::TensorList;
+using ForwardTuple =
+    std::tuple<Tensor, Tensor, Tensor, Tensor, Tensor, Tensor, Tensor, Tensor, Tensor, Tensor>;
+using BackwardTuple = std::tuple<Tensor, std::vector<Tensor>, std::vector<Tensor>>;
+
+// The contract's schemas, character for character (torch/schemas.txt pins them
+// and tests/python/test_schema.py fails when the registered ones drift).
+constexpr const char* kForwardSchema =
+    "_lstm(Tensor input, Tensor[] hx, Tensor[] params, bool has_biases, int num_layers, "
+    "float dropout, bool train, bool bidirectional, *, bool? batch_first=False, "
+    "Tensor? batch_sizes=None) -> (Tensor, Tensor, Tensor, Tensor, Tensor, Tensor, Tensor, "
+    "Tensor, Tensor, Tensor)";
+constexpr const char* kBackwardSchema =
+    "_lstm_backward(Tensor grad_y, Tensor grad_hy, Tensor grad_cy, Tensor input, Tensor[] hx, "
+    "Tensor[] params, Tensor i, Tensor j, Tensor f, Tensor o, Tensor h, Tensor c, "
+    "Tensor tanhc, bool has_biases, int num_layers, float dropout, bool train, "
+    "bool bidirectional, *, bool? batch_first=False, Tensor? batch_sizes=None) -> "
+    "(Tensor, Tensor[], Tensor[])";
+
+// What a kernel does with memory: the CPU kernel reads inputs and writes
+// outputs; the Meta kernel only looks at shapes (data pointers stay null).
+enum class Memory { Cpu, Meta };
+
+// "torch.float32"-style names, as Python users know them.
+std::string torch_dtype_name(at::ScalarType type) {
+  switch (type) {
+    case at::kFloat: return "torch.float32";
+    case at::kDouble: return "torch.float64";
+    case at::kHalf: return "torch.float16";
+    case at::kBFloat16: return "torch.bfloat16";
+    case at::kLong: return "torch.int64";
+    case at::kInt: return "torch.int32";
+    case at::kShort: return "torch.int16";
+    case at::kChar: return "torch.int8";
+    case at::kByte: return "torch.uint8";
+    case at::kBool: return "torch.bool";
+    default: return std::string("torch.") + c10::toString(type);
+  }
+}
+
+lstmop::DType lstmop_dtype(const Tensor& tensor, const std::string& name) {
+  switch (tensor.scalar_type()) {
+    case at::kFloat: return lstmop::DType::Float32;
+    case at::kDouble: return lstmop::DType::Float64;
+    case at::kHalf: return lstmop::DType::Float16;
+    case at::kBFloat16: return lstmop::DType::BFloat16;
+    case at::kLong: return lstmop::DType::Int64;
+    default:
+      C10_THROW_ERROR(ValueError, name + " must have dtype torch.float32, torch.float64, "
+                                         "torch.float16 or torch.bfloat16 (batch_sizes: "
+                                         "torch.int64), got " +
+                                         torch_dtype_name(tensor.scalar_type()));
+  }
+}
+
+std::string device_string(const Tensor& tensor) { return tensor.device().str(); }
+
+// A strided view of `tensor` for the core; an undefined tensor becomes the
+// undefined view (an absent optional, or zeros for a gradient).
+// `cpu_allowed_on_meta`: batch_sizes is host data, so the Meta kernel accepts it
+// on the CPU as well as on meta.
+lstmop::TensorView view_of(const Tensor& tensor, const std::string& name, Memory memory,
+                           bool cpu_allowed_on_meta = false) {
+  if (!tensor.defined()) {
+    return {};
+  }
+  if (tensor.layout() != at::kStrided) {
+    C10_THROW_ERROR(ValueError, name + " must be a dense (strided) tensor, got layout " +
+                                    c10::toString(tensor.layout()));
+  }
+  const bool on_cpu = tensor.device().is_cpu();
+  if (memory == Memory::Cpu && !on_cpu) {
+    C10_THROW_ERROR(ValueError, name + " must be a CPU tensor (lstmop has CPU and meta "
+                                       "kernels only), got device " +
+                                       device_string(tensor));
+  }
+  if (memory == Memory::Meta && !tensor.is_meta() && !(cpu_allowed_on_meta && on_cpu)) {
+    C10_THROW_ERROR(ValueError, name + " must be a meta tensor like the other arguments, got "
+                                       "device " +
+                                       device_string(tensor));
+  }
+  const lstmop::DType dtype = lstmop_dtype(tensor, name);
+  void* data = memory == Memory::Cpu ? tensor.data_ptr() : nullptr;
+  return lstmop::TensorView(data, dtype, tensor.sizes().vec(), tensor.strides().vec());
+}
+
+lstmop::TensorList views_of(TensorList tensors, const std::string& name, Memory memory) {
+  lstmop::TensorList views;
+  views.reserve(tensors.size());
+  for (size_t k = 0; k < tensors.size(); ++k) {
+    views.push_back(view_of(tensors[k], name + "[" + std::to_string(k) + "]", memory));
+  }
+  return views;
+}
+
+lstmop::TensorView batch_sizes_view(const c10::optional<Tensor>& batch_sizes, Memory memory) {
+  if (!batch_sizes.has_value()) {
+    return {};
+  }
+  // batch_sizes' values are read on the host: CPU in both kernels, or meta
+  // (length only) in the Meta kernel.
+  if (memory == Memory::Cpu && batch_sizes->defined() && !batch_sizes->device().is_cpu()) {
+    C10_THROW_ERROR(ValueError, "batch_sizes must be a CPU int64 tensor, got device " +
+                                    device_string(*batch_sizes));
+  }
+  return view_of(*batch_sizes, "batch_sizes", memory, /*cpu_allowed_on_meta=*/true);
+}
+
+Tensor empty_like_shape(const std::vector<int64_t>& shape, const Tensor& like) {
+  return at::empty(shape, like.options());
+}
+
+// The core's thread count follows torch.set_num_threads / torch.get_num_threads
+// (results do not depend on it: the core is deterministic for any count).
+void follow_torch_thread_count() {
+  const int threads = std::max(1, at::get_num_threads());
+  if (lstmop::get_num_threads() != threads) {
+    lstmop::set_num_threads(threads);
+  }
+}
+
+// Runs `body`, turning the core's lstmop::Error into a torch ValueError with
+// the core's message (never an abort; Python sees ValueError).
+template <class Body>
+auto translating_core_errors(Body&& body) -> decltype(body()) {
+  try {
+    return body();
+  } catch (const lstmop::Error& error) {
+    C10_THROW_ERROR(ValueError, error.what());
+  }
+}
+
+ForwardTuple lstm_forward_kernel(Memory memory, const Tensor& input, TensorList hx,
+                                 TensorList params, bool has_biases, int64_t num_layers,
+                                 double dropout, bool train, bool bidirectional,
+                                 c10::optional<bool> batch_first,
+                                 const c10::optional<Tensor>& batch_sizes) {
+  return translating_core_errors([&] {
+    const lstmop::TensorView input_view = view_of(input, "input", memory);
+    const lstmop::TensorList hx_views = views_of(hx, "hx", memory);
+    const lstmop::TensorList params_views = views_of(params, "params", memory);
+    const lstmop::TensorView batch_sizes_v = batch_sizes_view(batch_sizes, memory);
+    const bool is_batch_first = batch_first.value_or(false);
+
+    const lstmop::ForwardShapes shapes = lstmop::lstm_forward_shapes(
+        input_view, hx_views, params_views, has_biases, num_layers, dropout, train,
+        bidirectional, is_batch_first, batch_sizes_v);
+    ForwardTuple result(empty_like_shape(shapes.output, input), empty_like_shape(shapes.hy, input),
+                        empty_like_shape(shapes.cy, input), empty_like_shape(shapes.i, input),
+                        empty_like_shape(shapes.j, input), empty_like_shape(shapes.f, input),
+                        empty_like_shape(shapes.o, input), empty_like_shape(shapes.h, input),
+                        empty_like_shape(shapes.c, input), empty_like_shape(shapes.tanhc, input));
+    if (memory == Memory::Cpu) {
+      follow_torch_thread_count();
+      lstmop::ForwardOutputs out;
+      out.output = view_of(std::get<0>(result), "output", memory);
+      out.hy = view_of(std::get<1>(result), "hy", memory);
+      out.cy = view_of(std::get<2>(result), "cy", memory);
+      out.i = view_of(std::get<3>(result), "i", memory);
+      out.j = view_of(std::get<4>(result), "j", memory);
+      out.f = view_of(std::get<5>(result), "f", memory);
+      out.o = view_of(std::get<6>(result), "o", memory);
+      out.h = view_of(std::get<7>(result), "h", memory);
+      out.c = view_of(std::get<8>(result), "c", memory);
+      out.tanhc = view_of(std::get<9>(result), "tanhc", memory);
+      lstmop::lstm_forward_out(out, input_view, hx_views, params_views, has_biases, num_layers,
+                               dropout, train, bidirectional, is_batch_first, batch_sizes_v);
+    }
+    return result;
+  });
+}
+
+BackwardTuple lstm_backward_kernel(Memory memory, const Tensor& grad_y, const Tensor& grad_hy,
+                                   const Tensor& grad_cy, const Tensor& input, TensorList hx,
+                                   TensorList params, const Tensor& i, const Tensor& j,
+                                   const Tensor& f, const Tensor& o, const Tensor& h,
+                                   const Tensor& c, const Tensor& tanhc, bool has_biases,
+                                   int64_t num_layers, double dropout, bool train,
+                                   bool bidirectional, c10::optional<bool> batch_first,
+                                   const c10::optional<Tensor>& batch_sizes) {
+  return translating_core_errors([&] {
+    const lstmop::TensorView grad_y_v = view_of(grad_y, "grad_y", memory);
+    const lstmop::TensorView grad_hy_v = view_of(grad_hy, "grad_hy", memory);
+    const lstmop::TensorView grad_cy_v = view_of(grad_cy, "grad_cy", memory);
+    const lstmop::TensorView input_v = view_of(input, "input", memory);
+    const lstmop::TensorList hx_v = views_of(hx, "hx", memory);
+    const lstmop::TensorList params_v = views_of(params, "params", memory);
+    const lstmop::TensorView i_v = view_of(i, "i", memory);
+    const lstmop::TensorView j_v = view_of(j, "j", memory);
+    const lstmop::TensorView f_v = view_of(f, "f", memory);
+    const lstmop::TensorView o_v = view_of(o, "o", memory);
+    const lstmop::TensorView h_v = view_of(h, "h", memory);
+    const lstmop::TensorView c_v = view_of(c, "c", memory);
+    const lstmop::TensorView tanhc_v = view_of(tanhc, "tanhc", memory);
+    const lstmop::TensorView batch_sizes_v = batch_sizes_view(batch_sizes, memory);
+    const bool is_batch_first = batch_first.value_or(false);
+
+    const lstmop::BackwardShapes shapes = lstmop::lstm_backward_shapes(
+        grad_y_v, grad_hy_v, grad_cy_v, input_v, hx_v, params_v, i_v, j_v, f_v, o_v, h_v, c_v,
+        tanhc_v, has_biases, num_layers, dropout, train, bidirectional, is_batch_first,
+        batch_sizes_v);
+    Tensor dx = empty_like_shape(shapes.dx, input);
+    std::vector<Tensor> dhx{empty_like_shape(shapes.dh0, input),
+                            empty_like_shape(shapes.dc0, input)};
+    std::vector<Tensor> dparams;
+    dparams.reserve(shapes.dparams.size());
+    for (const auto& shape : shapes.dparams) {
+      dparams.push_back(empty_like_shape(shape, input));
+    }
+    if (memory == Memory::Cpu) {
+      follow_torch_thread_count();
+      lstmop::BackwardOutputs out;
+      out.dx = view_of(dx, "dx", memory);
+      out.dh0 = view_of(dhx[0], "dh0", memory);
+      out.dc0 = view_of(dhx[1], "dc0", memory);
+      out.dparams = views_of(dparams, "dparams", memory);
+      lstmop::lstm_backward_out(out, grad_y_v, grad_hy_v, grad_cy_v, input_v, hx_v, params_v, i_v,
+                                j_v, f_v, o_v, h_v, c_v, tanhc_v, has_biases, num_layers, dropout,
+                                train, bidirectional, is_batch_first, batch_sizes_v);
+    }
+    return BackwardTuple(std::move(dx), std::move(dhx), std::move(dparams));
+  });
+}
+
+template <Memory memory>
+ForwardTuple lstm_forward(const Tensor& input, TensorList hx, TensorList params, bool has_biases,
+                          int64_t num_layers, double dropout, bool train, bool bidirectional,
+                          c10::optional<bool> batch_first,
+                          const c10::optional<Tensor>& batch_sizes) {
+  return lstm_forward_kernel(memory, input, hx, params, has_biases, num_layers, dropout, train,
+                             bidirectional, batch_first, batch_sizes);
+}
+
+template <Memory memory>
+BackwardTuple lstm_backward(const Tensor& grad_y, const Tensor& grad_hy, const Tensor& grad_cy,
+                            const Tensor& input, TensorList hx, TensorList params,
+                            const Tensor& i, const Tensor& j, const Tensor& f, const Tensor& o,
+                            const Tensor& h, const Tensor& c, const Tensor& tanhc,
+                            bool has_biases, int64_t num_layers, double dropout, bool train,
+                            bool bidirectional, c10::optional<bool> batch_first,
+                            const c10::optional<Tensor>& batch_sizes) {
+  return lstm_backward_kernel(memory, grad_y, grad_hy, grad_cy, input, hx, params, i, j, f, o, h,
+                              c, tanhc, has_biases, num_layers, dropout, train, bidirectional,
+                              batch_first, batch_sizes);
+}
+
+}  // namespace
+
+TORCH_LIBRARY(lstmop, m) {
+  m.def(kForwardSchema);
+  m.def(kBackwardSchema);
+}
+
+TORCH_LIBRARY_IMPL(lstmop, CPU, m) {
+  m.impl("_lstm", TORCH_FN(lstm_forward<Memory::Cpu>));
+  m.impl("_lstm_backward", TORCH_FN(lstm_backward<Memory::Cpu>));
+}
+
+TORCH_LIBRARY_IMPL(lstmop, Meta, m) {
+  m.impl("_lstm", TORCH_FN(lstm_forward<Memory::Meta>));
+  m.impl("_lstm_backward", TORCH_FN(lstm_backward<Memory::Meta>));
+}
