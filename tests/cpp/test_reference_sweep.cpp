@@ -1,0 +1,147 @@
+// Production vs lstmop::reference over a sweep of shapes and every flag
+// combination: all 10 forward results and all backward results.
+//
+// Tolerance (oneDNN benchdnn style, lstm_test_support.h):
+//   tol = 4 * (1 + backward) * ceil(log2(depth)) * eps(dtype),
+// depth = K * T * L forward (K = max(I, D*H) + H + 2 terms per gate, chained
+// over T steps and L layers), times B backward (the weight gradients sum over
+// the T * B rows). Errors are measured against max(1, max |reference|) of each
+// tensor. A float32 product of K terms accumulated pairwise or in blocks has
+// an error of about log2(K) * eps, and the recurrence carries it across the T
+// steps and L layers roughly additively (|f| < 1 and |o * tanh'| < 1 damp it),
+// hence log2 of the whole depth; the factor 4 covers the activations (a few
+// ulp each) and 1 + backward the backward's second pass over the same
+// quantities. For float64 the same formula gives ~1e-14.
+//
+// The reference backward is given the production forward's saved tensors,
+// so the backward comparison measures the backward's own error only.
+#include <random>
+
+#include "lstm_test_support.h"
+
+namespace lstmtest {
+namespace {
+
+struct SweepSizes {
+  int64_t I, H, L;
+};
+
+std::string sizes_name(const ::testing::TestParamInfo<SweepSizes>& info) {
+  return "I" + std::to_string(info.param.I) + "_H" + std::to_string(info.param.H) + "_L" +
+         std::to_string(info.param.L);
+}
+
+// (T, B) pairs cycled through the flag combinations: T = 1, B = 1, both,
+// and small general ones.
+const int64_t kTimeBatch[][2] = {{1, 1}, {1, 4}, {5, 1}, {4, 3}, {3, 5}};
+
+// Lengths of a packed batch, cycling through: random, all equal, with 1s.
+std::vector<int64_t> sweep_lengths(int64_t T, int64_t B, int kind, std::mt19937_64& rng) {
+  std::vector<int64_t> lengths = random_lengths(T, B, rng);
+  if (kind == 1) {
+    lengths.assign(static_cast<std::size_t>(B), T);
+  } else if (kind == 2) {
+    for (int64_t b = B / 2 + 1; b < B; ++b) lengths[b] = 1;
+  }
+  return lengths;
+}
+
+// Every combination of has_biases, bidirectional, batch_first, train, packed
+// and hx given / empty, for one size.
+std::vector<LstmConfig> sweep_configs(const SweepSizes& s, DType dtype) {
+  std::vector<LstmConfig> configs;
+  std::mt19937_64 rng(1000 * s.I + 10 * s.H + s.L);
+  for (int flags = 0; flags < 64; ++flags) {
+    LstmConfig c;
+    c.dtype = dtype;
+    c.I = s.I;
+    c.H = s.H;
+    c.L = s.L;
+    c.has_biases = flags & 1;
+    c.bidirectional = flags & 2;
+    c.batch_first = flags & 4;
+    c.train = flags & 8;
+    c.packed = flags & 16;
+    c.with_hx = flags & 32;
+    c.T = kTimeBatch[flags % 5][0];
+    c.B = kTimeBatch[flags % 5][1];
+    if (c.packed) c.lengths = sweep_lengths(c.T, c.B, (flags / 5) % 3, rng);
+    configs.push_back(c);
+  }
+  return configs;
+}
+
+void compare_case(const LstmConfig& cfg, uint64_t seed) {
+  SCOPED_TRACE(cfg.name());
+  const LstmProblem p = make_problem(cfg, seed);
+  const ForwardResult prod = run_forward(p);
+  const ForwardResult ref = run_reference_forward(p);
+  const double fwd_tol = accumulation_tolerance(cfg.dtype, forward_depth(cfg), false);
+  const NamedViews prod_out = forward_outputs(prod), ref_out = forward_outputs(ref);
+  for (std::size_t k = 0; k < prod_out.size(); ++k) {
+    EXPECT_EQ(prod_out[k].second.dtype, cfg.dtype) << prod_out[k].first;
+    EXPECT_EQ(ref_out[k].second.dtype, DType::Float64) << ref_out[k].first;
+    EXPECT_TRUE(close_to(prod_out[k].second, ref_out[k].second, fwd_tol)) << prod_out[k].first;
+  }
+  if (!cfg.train) return;  // the backward needs a train=True forward
+
+  const LstmGrads g = make_grads(p, seed + 1);
+  const BackwardResult prod_b = run_backward(p, g, prod);
+  const BackwardResult ref_b = run_reference_backward(p, g, prod);
+  const double bwd_tol = accumulation_tolerance(cfg.dtype, backward_depth(cfg), true);
+  const NamedViews prod_g = backward_outputs(prod_b), ref_g = backward_outputs(ref_b);
+  ASSERT_EQ(prod_g.size(), 3 + p.params.size());
+  ASSERT_EQ(ref_g.size(), prod_g.size());
+  for (std::size_t k = 0; k < prod_g.size(); ++k) {
+    EXPECT_EQ(prod_g[k].second.dtype, cfg.dtype) << prod_g[k].first;
+    EXPECT_TRUE(close_to(prod_g[k].second, ref_g[k].second, bwd_tol)) << prod_g[k].first;
+  }
+}
+
+class ReferenceSweep : public ::testing::TestWithParam<SweepSizes> {};
+
+TEST_P(ReferenceSweep, Float32EveryFlagCombination) {
+  uint64_t seed = 1;
+  for (const LstmConfig& cfg : sweep_configs(GetParam(), DType::Float32)) {
+    compare_case(cfg, seed += 7);
+  }
+}
+
+TEST_P(ReferenceSweep, Float64EveryFlagCombination) {
+  uint64_t seed = 2;
+  for (const LstmConfig& cfg : sweep_configs(GetParam(), DType::Float64)) {
+    compare_case(cfg, seed += 7);
+  }
+}
+
+// I=17 H=34 are oneDNN's shapes_small sizes (sic17 dhc34); H = 1, 3, 13 are
+// below and across the vector widths.
+INSTANTIATE_TEST_SUITE_P(Sizes, ReferenceSweep,
+                         ::testing::Values(SweepSizes{17, 34, 1}, SweepSizes{17, 34, 2},
+                                           SweepSizes{17, 34, 3}, SweepSizes{5, 1, 1},
+                                           SweepSizes{5, 1, 2}, SweepSizes{5, 1, 3},
+                                           SweepSizes{4, 3, 1}, SweepSizes{4, 3, 2},
+                                           SweepSizes{4, 3, 3}, SweepSizes{7, 13, 1},
+                                           SweepSizes{7, 13, 2}, SweepSizes{7, 13, 3}),
+                         sizes_name);
+
+// A larger case where the production path's blocking and vector bodies are
+// exercised with remainders (B = 9, H = 37 are not multiples of 8 or 16).
+TEST(ReferenceSweepLarger, Float32Bidirectional2LayersPacked) {
+  for (bool packed : {false, true}) {
+    LstmConfig cfg;
+    cfg.T = 6;
+    cfg.B = 9;
+    cfg.I = 19;
+    cfg.H = 37;
+    cfg.L = 2;
+    cfg.bidirectional = true;
+    cfg.packed = packed;
+    std::mt19937_64 rng(5);
+    if (packed) cfg.lengths = random_lengths(cfg.T, cfg.B, rng);
+    compare_case(cfg, 99);
+  }
+}
+
+}  // namespace
+}  // namespace lstmtest
