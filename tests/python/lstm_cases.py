@@ -58,6 +58,21 @@ def random_configs(seed, count, variable_length=None):
     return configs
 
 
+def wide_configs():
+    """A few configurations with sizes past the SIMD widths (16 floats, 8 doubles) and not
+    multiples of them, so vector bodies and remainders of the core's kernels both run."""
+    return [
+        Config(T=3, B=17, I=19, H=33, L=2, bidirectional=True, bias=True, batch_first=False,
+               with_hx=True),
+        Config(T=4, B=5, I=64, H=16, L=1, bidirectional=False, bias=False, batch_first=True,
+               with_hx=False),
+        Config(T=3, B=9, I=33, H=17, L=2, bidirectional=True, bias=True, batch_first=True,
+               with_hx=True),
+        Config(T=3, B=20, I=8, H=24, L=2, bidirectional=True, bias=True, batch_first=False,
+               with_hx=True, lengths=[3] * 7 + [2] * 9 + [1] * 4),
+    ]
+
+
 def batch_sizes_of(lengths):
     """batch_sizes (T,) int64 of sorted lengths, as a PackedSequence holds them."""
     T = lengths[0]

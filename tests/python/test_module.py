@@ -111,7 +111,12 @@ def max_diff(a, b):
     return (a.double() - b.double()).abs().max().item() if a.numel() else 0.0
 
 
-SWEEP = random_cases(seed=31337, count=40)
+SWEEP = random_cases(seed=31337, count=40) + [
+    Case("packed_unsorted", T=4, B=18, I=21, H=17, L=2, bidirectional=True, bias=True,
+         with_hx=True, lengths=[1 + (5 * b) % 4 for b in range(18)]),
+    Case("batch_first", T=3, B=9, I=40, H=33, L=2, bidirectional=True, bias=True,
+         with_hx=True, lengths=None),
+]
 
 
 @pytest.mark.parametrize("case", SWEEP, ids=str)

@@ -7,7 +7,7 @@ import torch
 import lstm_cases as lc
 import lstmop
 
-SWEEP = lc.random_configs(seed=4048, count=36)
+SWEEP = lc.random_configs(seed=4048, count=36) + lc.wide_configs()
 TIGHT = dict(rtol=1e-12, atol=1e-12)
 
 

@@ -8,7 +8,7 @@ import torch
 import lstm_cases as lc
 import lstmop  # noqa: F401  (registers the ops)
 
-SWEEP = lc.random_configs(seed=2024, count=48)
+SWEEP = lc.random_configs(seed=2024, count=48) + lc.wide_configs()
 
 # float64: both implementations are exact to a few ulps of the accumulation; 1e-12 leaves
 # room for sums of up to ~1e3 terms of magnitude ~1.
