@@ -379,6 +379,21 @@ BackwardResult run_reference_backward(const LstmProblem& p, const LstmGrads& g,
       c.L, 0.0, true, c.bidirectional, c.batch_first, p.batch_sizes_view());
 }
 
+ForwardResult converted_result(const ForwardResult& r, DType dtype) {
+  ForwardResult c;
+  c.output = converted(r.output, dtype);
+  c.hy = converted(r.hy, dtype);
+  c.cy = converted(r.cy, dtype);
+  c.i = converted(r.i, dtype);
+  c.j = converted(r.j, dtype);
+  c.f = converted(r.f, dtype);
+  c.o = converted(r.o, dtype);
+  c.h = converted(r.h, dtype);
+  c.c = converted(r.c, dtype);
+  c.tanhc = converted(r.tanhc, dtype);
+  return c;
+}
+
 NamedViews forward_outputs(const ForwardResult& r) {
   return {{"output", r.output.view()}, {"hy", r.hy.view()}, {"cy", r.cy.view()},
           {"i", r.i.view()},           {"j", r.j.view()},   {"f", r.f.view()},

@@ -140,6 +140,10 @@ BackwardResult run_backward(const LstmProblem& p, const LstmGrads& g, const Forw
 BackwardResult run_reference_backward(const LstmProblem& p, const LstmGrads& g,
                                       const ForwardResult& saved);
 
+// The forward results converted to dtype (the reference's float64 saved
+// tensors made fit for a backward call on float32 data).
+ForwardResult converted_result(const ForwardResult& r, DType dtype);
+
 // The 10 forward results and the backward results, named.
 using NamedViews = std::vector<std::pair<std::string, TensorView>>;
 NamedViews forward_outputs(const ForwardResult& r);
