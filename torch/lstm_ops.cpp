@@ -93,7 +93,7 @@ lstmop::TensorView view_of(const Tensor& tensor, const std::string& name, Memory
   }
   if (tensor.layout() != at::kStrided) {
     C10_THROW_ERROR(ValueError, name + " must be a dense (strided) tensor, got layout " +
-                                    c10::toString(tensor.layout()));
+                                    c10::str(tensor.layout()));
   }
   const bool on_cpu = tensor.device().is_cpu();
   if (memory == Memory::Cpu && !on_cpu) {

@@ -45,3 +45,11 @@ def lstm_backward(grad_y, grad_hy, grad_cy, input, hx, params, i, j, f, o, h, c,
 
 lstm.__doc__ = _docs.page("lstm.md")
 lstm_backward.__doc__ = _docs.page("lstm_backward.md")
+# The ops themselves carry the same text (help(torch.ops.lstmop._lstm)).
+for _op, _function in ((torch.ops.lstmop._lstm, lstm),
+                       (torch.ops.lstmop._lstm_backward, lstm_backward)):
+    for _target in (_op, _op.default):
+        try:
+            _target.__doc__ = _function.__doc__
+        except (AttributeError, TypeError):  # a torch whose op objects refuse attributes
+            pass

@@ -4,6 +4,7 @@ import pathlib
 import re
 
 import pytest
+import torch
 
 import lstmop
 
@@ -33,8 +34,9 @@ def test_example_runs(code):
     exec(compile(code, "<docs example>", "exec"), {"__name__": "__docs__"})
 
 
-@pytest.mark.parametrize("obj, page", [(lstmop.lstm, "lstm.md"),
-                                       (lstmop.lstm_backward, "lstm_backward.md"),
-                                       (lstmop.nn.LSTM, "nn.LSTM.md")])
+@pytest.mark.parametrize("obj, page", [
+    (lstmop.lstm, "lstm.md"), (lstmop.lstm_backward, "lstm_backward.md"),
+    (torch.ops.lstmop._lstm, "lstm.md"), (torch.ops.lstmop._lstm_backward, "lstm_backward.md"),
+    (torch.ops.lstmop._lstm.default, "lstm.md"), (lstmop.nn.LSTM, "nn.LSTM.md")])
 def test_docstring_is_the_page(obj, page):
     assert obj.__doc__ == (DOCS / page).read_text(encoding="utf-8")

@@ -354,3 +354,26 @@ def test_short_training_loop_tracks_torch():
         assert abs(a - b) <= 1e-12 * max(1.0, abs(b))
     for a, b in zip(*finals):
         torch.testing.assert_close(a, b, **TIGHT)
+
+
+@pytest.mark.parametrize("batch_first", [False, True])
+@pytest.mark.parametrize("with_hx", [False, True])
+def test_unbatched_input_matches_torch(batch_first, with_hx):
+    results = []
+    for module_class in (lstmop.nn.LSTM, torch.nn.LSTM):
+        torch.manual_seed(0)
+        module = module_class(3, 4, num_layers=2, bidirectional=True,
+                              batch_first=batch_first).double()
+        g = torch.Generator().manual_seed(1)
+        x = torch.randn(5, 3, generator=g, dtype=torch.float64, requires_grad=True)
+        hx = None
+        if with_hx:
+            hx = tuple(torch.randn(4, 4, generator=g, dtype=torch.float64, requires_grad=True)
+                       for _ in range(2))
+        output, (hn, cn) = module(x, hx)
+        assert output.shape == (5, 8) and hn.shape == cn.shape == (4, 4)
+        leaves = [x] + (list(hx) if hx else [])
+        grads = torch.autograd.grad(output.sum() + hn.sum() + 2 * cn.sum(), leaves)
+        results.append([output, hn, cn] + list(grads))
+    for a, b in zip(*results):
+        torch.testing.assert_close(a, b, **TIGHT)
