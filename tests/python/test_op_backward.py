@@ -176,3 +176,14 @@ def test_double_backward_raises():
     (dx,) = torch.autograd.grad(output.sum(), x, create_graph=True)
     with pytest.raises(RuntimeError):
         torch.autograd.grad(dx.sum(), params[0])
+
+
+def test_only_outputs_0_to_2_are_differentiable():
+    cfg = GRADCHECK_CASES[1]
+    module = lc.make_module(cfg)
+    x, hx = lc.make_inputs(cfg)
+    results = lc.run_op(cfg, x, hx, lc.flat_params(module), train=True)
+    assert [r.requires_grad for r in results] == [True] * 3 + [False] * 7
+    with torch.no_grad():
+        results = lc.run_op(cfg, x, hx, lc.flat_params(module), train=True)
+    assert not any(r.requires_grad for r in results)
