@@ -1,0 +1,123 @@
+// Determinism (contract, "Guarantees"): identical inputs give bitwise
+// identical results run after run and whatever the number of threads, for the
+// forward and the backward; set_num_threads rejects counts below 1.
+#include <random>
+
+#include "lstm_test_support.h"
+
+namespace lstmtest {
+namespace {
+
+struct AllResults {
+  ForwardResult fwd;
+  BackwardResult bwd;
+};
+
+AllResults run_all(const LstmProblem& p, const LstmGrads& g) {
+  AllResults r;
+  r.fwd = run_forward(p);
+  if (p.cfg.train) r.bwd = run_backward(p, g, r.fwd);
+  return r;
+}
+
+void expect_bitwise_same(const AllResults& a, const AllResults& b, bool train) {
+  const NamedViews fa = forward_outputs(a.fwd), fb = forward_outputs(b.fwd);
+  for (std::size_t k = 0; k < fa.size(); ++k) {
+    EXPECT_TRUE(bitwise_equal(fa[k].second, fb[k].second)) << fa[k].first;
+  }
+  if (!train) return;
+  const NamedViews ga = backward_outputs(a.bwd), gb = backward_outputs(b.bwd);
+  ASSERT_EQ(ga.size(), gb.size());
+  for (std::size_t k = 0; k < ga.size(); ++k) {
+    EXPECT_TRUE(bitwise_equal(ga[k].second, gb[k].second)) << ga[k].first;
+  }
+}
+
+// Large enough that the work is split between threads (B = 33 rows, 4H = 160
+// gate columns), with remainders everywhere.
+std::vector<LstmConfig> configs() {
+  std::vector<LstmConfig> out;
+  std::mt19937_64 rng(9);
+  for (int variant = 0; variant < 5; ++variant) {
+    LstmConfig c;
+    c.T = 6;
+    c.B = 33;
+    c.I = 24;
+    c.H = 40;
+    c.L = 2;
+    c.bidirectional = variant != 1;
+    c.packed = variant == 2 || variant == 4;
+    c.batch_first = variant == 3;
+    c.train = variant != 4;
+    if (c.packed) c.lengths = random_lengths(c.T, c.B, rng);
+    out.push_back(c);
+  }
+  LstmConfig bf16 = out[0];
+  bf16.dtype = DType::BFloat16;
+  out.push_back(bf16);
+  LstmConfig f64 = out[2];
+  f64.dtype = DType::Float64;
+  out.push_back(f64);
+  return out;
+}
+
+// Restores the default thread count whatever a test does.
+class Determinism : public ::testing::Test {
+ protected:
+  void TearDown() override { lstmop::set_num_threads(1); }
+};
+
+TEST_F(Determinism, RepeatedRunsAreBitwiseEqual) {
+  uint64_t seed = 500;
+  for (const LstmConfig& c : configs()) {
+    SCOPED_TRACE(c.name());
+    const LstmProblem p = make_problem(c, ++seed);
+    const LstmGrads g = make_grads(p, ++seed);
+    const AllResults first = run_all(p, g);
+    for (int run = 0; run < 3; ++run) expect_bitwise_same(run_all(p, g), first, c.train);
+  }
+}
+
+TEST_F(Determinism, ThreadCountDoesNotChangeBits) {
+  uint64_t seed = 600;
+  for (const LstmConfig& c : configs()) {
+    SCOPED_TRACE(c.name());
+    const LstmProblem p = make_problem(c, ++seed);
+    const LstmGrads g = make_grads(p, ++seed);
+    lstmop::set_num_threads(1);
+    ASSERT_EQ(lstmop::get_num_threads(), 1);
+    const AllResults one = run_all(p, g);
+    for (int threads : {2, 3, 8}) {
+      SCOPED_TRACE("threads " + std::to_string(threads));
+      lstmop::set_num_threads(threads);
+      ASSERT_EQ(lstmop::get_num_threads(), threads);
+      expect_bitwise_same(run_all(p, g), one, c.train);
+    }
+  }
+}
+
+TEST_F(Determinism, SetNumThreadsRejectsCountsBelowOne) {
+  lstmop::set_num_threads(2);
+  for (int bad : {0, -1, -100}) {
+    SCOPED_TRACE(bad);
+    EXPECT_THROW(lstmop::set_num_threads(bad), lstmop::Error);
+    EXPECT_THROW(lstmop::set_num_threads(bad), std::invalid_argument);
+    try {
+      lstmop::set_num_threads(bad);
+    } catch (const lstmop::Error& e) {
+      EXPECT_EQ(e.argument(), "num_threads");
+      EXPECT_NE(std::string(e.what()).find(std::to_string(bad)), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find('1'), std::string::npos) << e.what();
+    }
+    EXPECT_EQ(lstmop::get_num_threads(), 2) << "a rejected count changes nothing";
+  }
+}
+
+TEST_F(Determinism, DefaultIsOneThread) {
+  // TearDown of every test restores 1, and a fresh process starts at 1; this
+  // test runs in its own process under ctest.
+  EXPECT_EQ(lstmop::get_num_threads(), 1);
+}
+
+}  // namespace
+}  // namespace lstmtest
