@@ -1,0 +1,77 @@
+// Helpers of the bad-input suites: the arguments of a forward / backward call
+// as plain views (so a test can break any one of them), and checks that every
+// entry point rejects them with the right lstmop::Error, writes nothing into
+// caller outputs and leaves every input as it was.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "lstm_test_support.h"
+
+namespace lstmtest {
+
+// Success iff fn throws an lstmop::Error, caught as std::invalid_argument,
+// whose argument() is `argument` and whose what() contains every string of
+// `contains` (the expected and the actual value).
+::testing::AssertionResult throws_error(const std::function<void()>& fn,
+                                        const std::string& argument,
+                                        const std::vector<std::string>& contains);
+
+// Arguments of a forward call. `keep` owns the tensors a test creates.
+struct ForwardArgs {
+  TensorView input;
+  TensorList hx, params;
+  bool has_biases = true;
+  int64_t num_layers = 1;
+  double dropout = 0.0;
+  bool train = true, bidirectional = false, batch_first = false;
+  TensorView batch_sizes;
+  std::vector<Tensor> keep;
+
+  // Keeps t alive and returns its view.
+  TensorView own(Tensor t);
+};
+
+ForwardArgs forward_args(const LstmProblem& p);
+
+// Arguments of a backward call: the forward's plus gradients and saved tensors.
+struct BackwardArgs {
+  ForwardArgs fwd;
+  TensorView grad_y, grad_hy, grad_cy;
+  TensorView i, j, f, o, h, c, tanhc;
+  ForwardResult saved_owner;
+  LstmGrads grads_owner;
+};
+
+// A valid backward call of p: train=True forward results and random grads.
+BackwardArgs backward_args(const LstmProblem& p);
+
+// Caller outputs of a forward / backward of the valid problem `p`, filled with
+// a sentinel byte pattern.
+ForwardResult sentinel_forward_outputs(const LstmProblem& p);
+BackwardResult sentinel_backward_outputs(const LstmProblem& p);
+// Every byte of every output still holds the sentinel pattern.
+::testing::AssertionResult untouched(const ForwardResult& r);
+::testing::AssertionResult untouched(const BackwardResult& r);
+
+// Runs lstm_forward, reference::lstm_forward, lstm_forward_out (into sentinel
+// buffers of `valid`'s shapes) and, unless `values_only` (an error only
+// visible in the values of batch_sizes), lstm_forward_shapes on `args`: each
+// must throw the Error, write no output and no input.
+void expect_forward_rejected(const ForwardArgs& args, const LstmProblem& valid,
+                             const std::string& argument,
+                             const std::vector<std::string>& contains, bool values_only = false);
+
+// The same for lstm_backward, reference::lstm_backward, lstm_backward_out and
+// lstm_backward_shapes.
+void expect_backward_rejected(const BackwardArgs& args, const LstmProblem& valid,
+                              const std::string& argument,
+                              const std::vector<std::string>& contains, bool values_only = false);
+
+// The valid problem of the bad-input suites: T = 3, B = 2, I = 5, H = 3
+// (4H = 12), L = 2, bidirectional (S = 4), with biases (16 params), hx given.
+// Distinct sizes, so that a message's numbers say which is which.
+LstmConfig bad_input_base_config();
+
+}  // namespace lstmtest
