@@ -4,9 +4,19 @@
 
 namespace lstmtest {
 
-::testing::AssertionResult throws_error(const std::function<void()>& fn,
-                                        const std::string& argument,
-                                        const std::vector<std::string>& contains) {
+namespace {
+
+bool names_field(const std::string& argument, const std::string& field) {
+  const std::string suffix = "." + field;
+  return argument == field ||
+         (argument.size() > suffix.size() &&
+          argument.compare(argument.size() - suffix.size(), suffix.size(), suffix) == 0);
+}
+
+::testing::AssertionResult throws_error_where(
+    const std::function<void()>& fn, const std::string& argument,
+    const std::vector<std::string>& contains,
+    const std::function<bool(const std::string&)>& argument_ok) {
   try {
     fn();
   } catch (const std::invalid_argument& e) {
@@ -16,7 +26,7 @@ namespace lstmtest {
              << "threw a std::invalid_argument that is not an lstmop::Error: " << e.what();
     }
     const std::string what = e.what();
-    if (error->argument() != argument) {
+    if (!argument_ok(error->argument())) {
       return ::testing::AssertionFailure() << "argument() is '" << error->argument()
                                            << "', expected '" << argument << "': " << what;
     }
@@ -34,6 +44,22 @@ namespace lstmtest {
   }
   return ::testing::AssertionFailure() << "did not throw (expected an Error for " << argument
                                        << ")";
+}
+
+}  // namespace
+
+::testing::AssertionResult throws_error(const std::function<void()>& fn,
+                                        const std::string& argument,
+                                        const std::vector<std::string>& contains) {
+  return throws_error_where(fn, argument, contains,
+                            [&](const std::string& a) { return a == argument; });
+}
+
+::testing::AssertionResult throws_output_error(const std::function<void()>& fn,
+                                               const std::string& field,
+                                               const std::vector<std::string>& contains) {
+  return throws_error_where(fn, field, contains,
+                            [&](const std::string& a) { return names_field(a, field); });
 }
 
 TensorView ForwardArgs::own(Tensor t) {

@@ -18,6 +18,12 @@ namespace lstmtest {
                                         const std::string& argument,
                                         const std::vector<std::string>& contains);
 
+// Like throws_error for a caller-allocated output: argument() must name the
+// output's field, i.e. be `field` or end in "." + field ("out.tanhc").
+::testing::AssertionResult throws_output_error(const std::function<void()>& fn,
+                                               const std::string& field,
+                                               const std::vector<std::string>& contains);
+
 // Arguments of a forward call. `keep` owns the tensors a test creates.
 struct ForwardArgs {
   TensorView input;
