@@ -14,6 +14,7 @@
 // time-major input (T, B, I) seen through strides (I, T*I, 1), and strided
 // inputs give bitwise the contiguous results (test_strides.cpp), so nothing
 // but the layout of input, output, grad_y and dx may change.
+#include <limits>
 #include <random>
 
 #include "lstm_test_support.h"
@@ -160,6 +161,47 @@ TEST(VariableLength, EqualsEachSequenceAloneFloat64) {
   uint64_t seed = 60;
   for (const LstmConfig& c : variable_length_configs(DType::Float64)) {
     check_variable_length_equals_alone(c, seed += 3);
+  }
+}
+
+// The invalid rows of a packed input are padding, not data (a PackedSequence
+// has no such rows): whatever they hold, NaN and infinities included, every
+// result is bitwise the same.
+TEST(VariableLength, PaddingRowsDoNotMatter) {
+  for (DType dtype : {DType::Float32, DType::Float64}) {
+    LstmConfig c = variable_length_configs(dtype)[2];  // lengths 6, 4, 1, 1, 1
+    SCOPED_TRACE(c.name());
+    const LstmProblem p = make_problem(c, 75);
+    const LstmGrads g = make_grads(p, 76);
+    auto with_padding = [&](double value) {
+      LstmProblem q = p;
+      q.input = contiguous_copy(p.input);
+      for (int64_t t = 0; t < c.T; ++t) {
+        for (int64_t b = 0; b < c.B; ++b) {
+          if (t < c.length(b)) continue;
+          for (int64_t k = 0; k < c.I; ++k) store(q.input, (t * c.B + b) * c.I + k, value);
+        }
+      }
+      return q;
+    };
+    const LstmProblem zero = with_padding(0.0);
+    const ForwardResult expected = run_forward(zero);
+    const BackwardResult expected_b = run_backward(zero, g, expected);
+    for (double padding : {std::numeric_limits<double>::quiet_NaN(),
+                           std::numeric_limits<double>::infinity(), -1e30}) {
+      SCOPED_TRACE("padding " + std::to_string(padding));
+      const LstmProblem q = with_padding(padding);
+      const ForwardResult r = run_forward(q);
+      const BackwardResult rb = run_backward(q, g, r);
+      const NamedViews a = forward_outputs(r), b = forward_outputs(expected);
+      for (std::size_t k = 0; k < a.size(); ++k) {
+        EXPECT_TRUE(bitwise_equal(a[k].second, b[k].second)) << a[k].first;
+      }
+      const NamedViews ga = backward_outputs(rb), gb = backward_outputs(expected_b);
+      for (std::size_t k = 0; k < ga.size(); ++k) {
+        EXPECT_TRUE(bitwise_equal(ga[k].second, gb[k].second)) << ga[k].first;
+      }
+    }
   }
 }
 

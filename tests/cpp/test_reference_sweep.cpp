@@ -15,6 +15,7 @@
 //
 // The reference backward is given the production forward's saved tensors,
 // so the backward comparison measures the backward's own error only.
+#include <ostream>
 #include <random>
 
 #include "lstm_test_support.h"
@@ -25,6 +26,11 @@ namespace {
 struct SweepSizes {
   int64_t I, H, L;
 };
+
+// Readable ctest names ("GetParam() = I17 H34 L2").
+void PrintTo(const SweepSizes& s, std::ostream* os) {
+  *os << "I" << s.I << " H" << s.H << " L" << s.L;
+}
 
 std::string sizes_name(const ::testing::TestParamInfo<SweepSizes>& info) {
   return "I" + std::to_string(info.param.I) + "_H" + std::to_string(info.param.H) + "_L" +
