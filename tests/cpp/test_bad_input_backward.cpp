@@ -166,19 +166,27 @@ TEST(BadBackwardPacked, BatchSizesValues) {
 // _out forms: bad caller outputs
 // ---------------------------------------------------------------------------
 
-// A forward _out call in which output `field` is replaced by `bad`: it must
-// throw an Error naming the field, and write no byte of any caller output.
-void expect_forward_out_rejected(const LstmProblem& p, const std::string& field,
-                                 const TensorView& bad, const std::vector<std::string>& contains) {
-  SCOPED_TRACE(field);
-  const ForwardResult buffers = sentinel_forward_outputs(p);
-  lstmop::ForwardOutputs out = buffers.views();
+// The output view of a ForwardOutputs by name.
+TensorView& output_member(lstmop::ForwardOutputs& out, const std::string& field) {
   TensorView* member[] = {&out.output, &out.hy, &out.cy, &out.i, &out.j,
                           &out.f,      &out.o,  &out.h,  &out.c, &out.tanhc};
   const char* names[] = {"output", "hy", "cy", "i", "j", "f", "o", "h", "c", "tanhc"};
-  for (int k = 0; k < 10; ++k) {
-    if (field == names[k]) *member[k] = bad;
+  for (int k = 0; k < 9; ++k) {
+    if (field == names[k]) return *member[k];
   }
+  return *member[9];
+}
+
+// A forward _out call in which output `field` is replaced by `bad` (or by
+// the call's own output `alias_of`, when given): it must throw an Error naming
+// the field, and write no byte of any caller output.
+void expect_forward_out_rejected(const LstmProblem& p, const std::string& field,
+                                 const TensorView& bad, const std::vector<std::string>& contains,
+                                 const std::string& alias_of = "") {
+  SCOPED_TRACE(field);
+  const ForwardResult buffers = sentinel_forward_outputs(p);
+  lstmop::ForwardOutputs out = buffers.views();
+  output_member(out, field) = alias_of.empty() ? bad : output_member(out, alias_of);
   Snapshot before;
   before.add_problem(p);
   const LstmConfig& c = p.cfg;
@@ -226,6 +234,8 @@ TEST(BadOutputs, ForwardOutputUndefinedNonContiguousOrAliasingAnInput) {
   // hy written over h0's buffer: an input would be written.
   const TensorView over_h0(p.hx[0].data<float>(), DType::Float32, {4, 2, 3});
   expect_forward_out_rejected(p, "hy", over_h0, {});
+  // cy over hy's buffer: two outputs sharing memory.
+  expect_forward_out_rejected(p, "cy", TensorView(), {}, "hy");
   // cy (24 floats) over the head of the input's buffer (30 floats).
   const TensorView over_input(p.input.data<float>(), DType::Float32, {4, 2, 3});
   expect_forward_out_rejected(p, "cy", over_input, {});

@@ -172,6 +172,24 @@ TEST_F(BadForward, EmptyTimeOrBatch) {
   rejected(a, "input", {"T", "0", "[2, 0, 5]"});
 }
 
+// A shape-only view (data == nullptr) is fine for the shape functions but an
+// error, not a crash, for a call that computes.
+TEST_F(BadForward, NullDataInComputeCalls) {
+  auto shape_only = [](const TensorView& v) { return TensorView(nullptr, v.dtype, v.sizes); };
+  ForwardArgs a = args();
+  a.input = shape_only(a.input);
+  rejected(a, "input", {}, /*values_only=*/true);
+  a = args();
+  a.hx[0] = shape_only(a.hx[0]);
+  rejected(a, "hx[0]", {}, true);
+  a = args();
+  a.params[3] = shape_only(a.params[3]);
+  rejected(a, "params[3]", {}, true);
+  EXPECT_NO_THROW(lstmop::lstm_forward_shapes(a.input, a.hx, a.params, a.has_biases,
+                                              a.num_layers, a.dropout, a.train, a.bidirectional,
+                                              a.batch_first, a.batch_sizes));
+}
+
 // ---------------------------------------------------------------------------
 // dtypes
 // ---------------------------------------------------------------------------
