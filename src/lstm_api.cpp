@@ -30,44 +30,50 @@ ForwardShapes lstm_forward_shapes(const TensorView& input, const TensorList& hx,
                                   const TensorList& params, bool has_biases, int64_t num_layers,
                                   double dropout, bool train, bool bidirectional, bool batch_first,
                                   const TensorView& batch_sizes) {
-  const detail::LstmDims dims =
-      detail::check_forward_args(input, hx, params, has_biases, num_layers, dropout, train,
-                                 bidirectional, batch_first, batch_sizes, false);
-  return detail::forward_shapes(dims);
+  return detail::translate_bad_alloc([&]() {
+    const detail::LstmDims dims =
+        detail::check_forward_args(input, hx, params, has_biases, num_layers, dropout, train,
+                                   bidirectional, batch_first, batch_sizes, false);
+    return detail::forward_shapes(dims);
+  });
 }
 
 void lstm_forward_out(const ForwardOutputs& out, const TensorView& input, const TensorList& hx,
                       const TensorList& params, bool has_biases, int64_t num_layers, double dropout,
                       bool train, bool bidirectional, bool batch_first,
                       const TensorView& batch_sizes) {
-  const detail::LstmDims dims =
-      detail::check_forward_args(input, hx, params, has_biases, num_layers, dropout, train,
-                                 bidirectional, batch_first, batch_sizes, true);
-  detail::check_forward_outputs(out, detail::forward_shapes(dims), dims,
-                                detail::forward_input_views(input, hx, params, batch_sizes));
-  detail::run_lstm_forward(dims, input, hx, params, out);
+  detail::translate_bad_alloc([&]() {
+    const detail::LstmDims dims =
+        detail::check_forward_args(input, hx, params, has_biases, num_layers, dropout, train,
+                                   bidirectional, batch_first, batch_sizes, true);
+    detail::check_forward_outputs(out, detail::forward_shapes(dims), dims,
+                                  detail::forward_input_views(input, hx, params, batch_sizes));
+    detail::run_lstm_forward(dims, input, hx, params, out);
+  });
 }
 
 ForwardResult lstm_forward(const TensorView& input, const TensorList& hx, const TensorList& params,
                            bool has_biases, int64_t num_layers, double dropout, bool train,
                            bool bidirectional, bool batch_first, const TensorView& batch_sizes) {
-  const detail::LstmDims dims =
-      detail::check_forward_args(input, hx, params, has_biases, num_layers, dropout, train,
-                                 bidirectional, batch_first, batch_sizes, true);
-  const ForwardShapes s = detail::forward_shapes(dims);
-  ForwardResult r;
-  r.output = allocate("output", dims.dtype, s.output, false);
-  r.hy = allocate("hy", dims.dtype, s.hy, false);
-  r.cy = allocate("cy", dims.dtype, s.cy, false);
-  r.i = allocate("i", dims.dtype, s.i, false);
-  r.j = allocate("j", dims.dtype, s.j, false);
-  r.f = allocate("f", dims.dtype, s.f, false);
-  r.o = allocate("o", dims.dtype, s.o, false);
-  r.h = allocate("h", dims.dtype, s.h, false);
-  r.c = allocate("c", dims.dtype, s.c, false);
-  r.tanhc = allocate("tanhc", dims.dtype, s.tanhc, false);
-  detail::run_lstm_forward(dims, input, hx, params, r.views());
-  return r;
+  return detail::translate_bad_alloc([&]() {
+    const detail::LstmDims dims =
+        detail::check_forward_args(input, hx, params, has_biases, num_layers, dropout, train,
+                                   bidirectional, batch_first, batch_sizes, true);
+    const ForwardShapes s = detail::forward_shapes(dims);
+    ForwardResult r;
+    r.output = allocate("output", dims.dtype, s.output, false);
+    r.hy = allocate("hy", dims.dtype, s.hy, false);
+    r.cy = allocate("cy", dims.dtype, s.cy, false);
+    r.i = allocate("i", dims.dtype, s.i, false);
+    r.j = allocate("j", dims.dtype, s.j, false);
+    r.f = allocate("f", dims.dtype, s.f, false);
+    r.o = allocate("o", dims.dtype, s.o, false);
+    r.h = allocate("h", dims.dtype, s.h, false);
+    r.c = allocate("c", dims.dtype, s.c, false);
+    r.tanhc = allocate("tanhc", dims.dtype, s.tanhc, false);
+    detail::run_lstm_forward(dims, input, hx, params, r.views());
+    return r;
+  });
 }
 
 BackwardShapes lstm_backward_shapes(const TensorView& grad_y, const TensorView& grad_hy,
@@ -78,11 +84,13 @@ BackwardShapes lstm_backward_shapes(const TensorView& grad_y, const TensorView& 
                                     const TensorView& tanhc, bool has_biases, int64_t num_layers,
                                     double dropout, bool train, bool bidirectional,
                                     bool batch_first, const TensorView& batch_sizes) {
-  const detail::BackwardInputs saved{&grad_y, &grad_hy, &grad_cy, &i, &j, &f, &o, &h, &c, &tanhc};
-  const detail::LstmDims dims =
-      detail::check_backward_args(saved, input, hx, params, has_biases, num_layers, dropout,
-                                  train, bidirectional, batch_first, batch_sizes, false);
-  return detail::backward_shapes(dims, input, params);
+  return detail::translate_bad_alloc([&]() {
+    const detail::BackwardInputs saved{&grad_y, &grad_hy, &grad_cy, &i, &j, &f, &o, &h, &c, &tanhc};
+    const detail::LstmDims dims =
+        detail::check_backward_args(saved, input, hx, params, has_biases, num_layers, dropout,
+                                    train, bidirectional, batch_first, batch_sizes, false);
+    return detail::backward_shapes(dims, input, params);
+  });
 }
 
 namespace {
@@ -110,13 +118,15 @@ void lstm_backward_out(const BackwardOutputs& out, const TensorView& grad_y,
                        const TensorView& tanhc, bool has_biases, int64_t num_layers,
                        double dropout, bool train, bool bidirectional, bool batch_first,
                        const TensorView& batch_sizes) {
-  const detail::BackwardInputs saved{&grad_y, &grad_hy, &grad_cy, &i, &j, &f, &o, &h, &c, &tanhc};
-  const detail::LstmDims dims =
-      detail::check_backward_args(saved, input, hx, params, has_biases, num_layers, dropout,
-                                  train, bidirectional, batch_first, batch_sizes, true);
-  detail::check_backward_outputs(out, detail::backward_shapes(dims, input, params), dims,
-                                 backward_input_views(saved, input, hx, params, batch_sizes));
-  detail::run_lstm_backward(dims, saved, input, hx, params, out);
+  detail::translate_bad_alloc([&]() {
+    const detail::BackwardInputs saved{&grad_y, &grad_hy, &grad_cy, &i, &j, &f, &o, &h, &c, &tanhc};
+    const detail::LstmDims dims =
+        detail::check_backward_args(saved, input, hx, params, has_biases, num_layers, dropout,
+                                    train, bidirectional, batch_first, batch_sizes, true);
+    detail::check_backward_outputs(out, detail::backward_shapes(dims, input, params), dims,
+                                   backward_input_views(saved, input, hx, params, batch_sizes));
+    detail::run_lstm_backward(dims, saved, input, hx, params, out);
+  });
 }
 
 BackwardResult lstm_backward(const TensorView& grad_y, const TensorView& grad_hy,
@@ -126,21 +136,23 @@ BackwardResult lstm_backward(const TensorView& grad_y, const TensorView& grad_hy
                              const TensorView& h, const TensorView& c, const TensorView& tanhc,
                              bool has_biases, int64_t num_layers, double dropout, bool train,
                              bool bidirectional, bool batch_first, const TensorView& batch_sizes) {
-  const detail::BackwardInputs saved{&grad_y, &grad_hy, &grad_cy, &i, &j, &f, &o, &h, &c, &tanhc};
-  const detail::LstmDims dims =
-      detail::check_backward_args(saved, input, hx, params, has_biases, num_layers, dropout,
-                                  train, bidirectional, batch_first, batch_sizes, true);
-  const BackwardShapes s = detail::backward_shapes(dims, input, params);
-  BackwardResult r;
-  r.dx = allocate("dx", dims.dtype, s.dx, false);
-  r.dhx.push_back(allocate("dh0", dims.dtype, s.dh0, false));
-  r.dhx.push_back(allocate("dc0", dims.dtype, s.dc0, false));
-  for (std::size_t k = 0; k < s.dparams.size(); ++k) {
-    r.dparams.push_back(allocate("dparams[" + std::to_string(k) + "]", dims.dtype, s.dparams[k],
-                                 false));
-  }
-  detail::run_lstm_backward(dims, saved, input, hx, params, r.views());
-  return r;
+  return detail::translate_bad_alloc([&]() {
+    const detail::BackwardInputs saved{&grad_y, &grad_hy, &grad_cy, &i, &j, &f, &o, &h, &c, &tanhc};
+    const detail::LstmDims dims =
+        detail::check_backward_args(saved, input, hx, params, has_biases, num_layers, dropout,
+                                    train, bidirectional, batch_first, batch_sizes, true);
+    const BackwardShapes s = detail::backward_shapes(dims, input, params);
+    BackwardResult r;
+    r.dx = allocate("dx", dims.dtype, s.dx, false);
+    r.dhx.push_back(allocate("dh0", dims.dtype, s.dh0, false));
+    r.dhx.push_back(allocate("dc0", dims.dtype, s.dc0, false));
+    for (std::size_t k = 0; k < s.dparams.size(); ++k) {
+      r.dparams.push_back(allocate("dparams[" + std::to_string(k) + "]", dims.dtype, s.dparams[k],
+                                   false));
+    }
+    detail::run_lstm_backward(dims, saved, input, hx, params, r.views());
+    return r;
+  });
 }
 
 }  // namespace lstmop

@@ -4,6 +4,7 @@
 #include "lstm_args.h"
 
 #include <cmath>
+#include <algorithm>
 #include <cstdint>
 #include <sstream>
 
@@ -162,6 +163,55 @@ void check_output(const std::string& name, const TensorView& v, const std::vecto
   }
 }
 
+// Refuses a problem whose outputs and workspaces cannot exist: an upper bound
+// of the elements a call allocates (outputs, the production and reference
+// workspaces; 8 bytes each, the widest compute type) must stay within
+// kMaxCallBytes. Stride-0 views can describe such problems with a few bytes
+// (input (2^40, 1, 1) with strides 0); they get an error at once instead of an
+// allocation failure, an out-of-memory kill or a loop of 2^40 steps.
+constexpr int64_t kMaxCallBytes = int64_t(1) << 44;  // 16 TiB
+
+void check_call_size(const LstmDims& d) {
+  const int64_t H = d.H, G = 4 * H;
+  bool ok = true;
+  auto mul = [&](int64_t a, int64_t b) {
+    int64_t r = 0;
+    ok = ok && mul_ok(a, b, &r);
+    return ok ? r : 0;
+  };
+  auto add = [&](int64_t a, int64_t b) {
+    int64_t r = 0;
+    ok = ok && !__builtin_add_overflow(a, b, &r);
+    return ok ? r : 0;
+  };
+  // Weights: params gathered, dparams, dw workspaces: 3 copies of every slot's
+  // 4H x (I_l + H + 2); states and their gradients (S, B, H): 12 copies.
+  int64_t fixed = mul(12, mul(d.S, mul(d.B, H)));
+  for (int64_t s = 0; s < d.S; ++s) {
+    const int64_t in_size = s < d.D ? d.I : mul(d.D, H);
+    fixed = add(fixed, mul(3, mul(G, add(add(in_size, H), 2))));
+  }
+  const bool weights_ok = ok && fixed <= kMaxCallBytes / 8;
+  // Per (t, b) row: output / dx (D*H, I_l), the layer input / output / gradient
+  // workspaces (3 * max(I, D*H)), gates or gate gradients and h_prev per
+  // direction (5H), the saved tensors when train (7 * S * H).
+  const int64_t DH = mul(d.D, H);
+  int64_t per_row = add(DH, mul(3, std::max(d.I, DH)));
+  per_row = add(per_row, mul(d.D, mul(5, H)));
+  if (d.train) per_row = add(per_row, mul(7, mul(d.S, H)));
+  const int64_t total = add(fixed, mul(mul(d.T, d.B), per_row));
+  if (ok && total <= kMaxCallBytes / 8) return;
+  const std::string what =
+      "(T = " + std::to_string(d.T) + ", B = " + std::to_string(d.B) +
+      ", input_size = " + std::to_string(d.I) + ", hidden_size = " + std::to_string(H) +
+      ", D*L = " + std::to_string(d.S) + ") needs more than 2^44 bytes (16 TiB) of outputs and "
+      "workspace";
+  const std::string bound = ok ? " (about 2^" + number(std::log2(8.0 * double(total))) + ")"
+                               : " (its size overflows int64)";
+  if (!weights_ok) fail(param_label(d, 0), "is too large: the problem " + what + bound);
+  fail("input", "is too large: the problem " + what + bound);
+}
+
 }  // namespace
 
 int64_t LstmDims::sequence_length(int64_t b) const {
@@ -259,37 +309,6 @@ LstmDims check_forward_args(const TensorView& input, const TensorList& hx,
   }
   check_data("input", input, read_values);
 
-  if (read_values) {
-    dims.step_batch.assign(static_cast<std::size_t>(dims.T), dims.B);
-    if (dims.packed) {
-      check_data("batch_sizes", batch_sizes, true);
-      const int64_t* bs = static_cast<const int64_t*>(batch_sizes.data);
-      const int64_t st = batch_sizes.stride(0);
-      for (int64_t t = 0; t < dims.T; ++t) {
-        const int64_t v = bs[t * st];
-        const std::string at = "batch_sizes[" + std::to_string(t) + "] = " + std::to_string(v);
-        if (v < 1 || v > dims.B) {
-          fail("batch_sizes", "entries must lie in [1, B] = [1, " + std::to_string(dims.B) +
-                                  "] (B = input.size(0) / T), got " + at);
-        }
-        if (t == 0 && v != dims.B) {
-          fail("batch_sizes", "must start with B = input.size(0) / T = " +
-                                  std::to_string(dims.B) + ", got " + at);
-        }
-        if (t > 0 && v > dims.step_batch[t - 1]) {
-          fail("batch_sizes", "must be non-increasing, got " + at + " > batch_sizes[" +
-                                  std::to_string(t - 1) + "] = " +
-                                  std::to_string(dims.step_batch[t - 1]));
-        }
-        dims.step_batch[t] = v;
-      }
-    }
-    dims.step_offset.assign(static_cast<std::size_t>(dims.T) + 1, 0);
-    for (int64_t t = 0; t < dims.T; ++t) {
-      dims.step_offset[t + 1] = dims.step_offset[t] + dims.step_batch[t];
-    }
-  }
-
   // Flags.
   if (num_layers < 1) fail("num_layers", "must be >= 1, got " + std::to_string(num_layers));
   dims.L = num_layers;
@@ -345,17 +364,6 @@ LstmDims check_forward_args(const TensorView& input, const TensorList& hx,
     }
   }
 
-  // Sizes of the outputs and of the gate workspace, (D*L, T, B, 4H), in int64.
-  {
-    int64_t n = 0;
-    if (!mul_ok(dims.S, dims.T, &n) || !mul_ok(n, dims.B, &n) || !mul_ok(n, G, &n)) {
-      fail("input", "is too large: the gate activations (D*L, T, B, 4*hidden_size) = [" +
-                        std::to_string(dims.S) + ", " + std::to_string(dims.T) + ", " +
-                        std::to_string(dims.B) + ", " + std::to_string(G) +
-                        "] must have fewer than 2^63 elements");
-    }
-  }
-
   // hx: empty or [h0, c0], each (D*L, B, H).
   if (!hx.empty() && hx.size() != 2) {
     fail("hx", "must be empty or hold 2 tensors [h0, c0], got " + std::to_string(hx.size()));
@@ -364,6 +372,45 @@ LstmDims check_forward_args(const TensorView& input, const TensorList& hx,
   for (std::size_t k = 0; k < hx.size(); ++k) {
     check_input_tensor("hx[" + std::to_string(k) + "]", hx[k], dims, {dims.S, dims.B, dims.H},
                        " (D*L, B, hidden_size)", read_values);
+  }
+
+  // Before anything of size T is allocated or read (batch_sizes' values).
+  check_call_size(dims);
+
+  if (read_values) {
+    dims.step_batch.assign(static_cast<std::size_t>(dims.T), dims.B);
+    if (dims.packed) {
+      check_data("batch_sizes", batch_sizes, true);
+      const int64_t* bs = static_cast<const int64_t*>(batch_sizes.data);
+      const int64_t st = batch_sizes.stride(0);
+      for (int64_t t = 0; t < dims.T; ++t) {
+        const int64_t v = bs[t * st];
+        const bool bad = v < 1 || v > dims.B || (t == 0 && v != dims.B) ||
+                         (t > 0 && v > dims.step_batch[t - 1]);
+        if (!bad) {
+          dims.step_batch[t] = v;
+          continue;
+        }
+        const std::string at = "batch_sizes[" + std::to_string(t) + "] = " + std::to_string(v);
+        if (v < 1 || v > dims.B) {
+          fail("batch_sizes", "entries must lie in [1, B] = [1, " + std::to_string(dims.B) +
+                                  "] (B = input.size(0) / T), got " + at);
+        }
+        if (t == 0 && v != dims.B) {
+          fail("batch_sizes", "must start with B = input.size(0) / T = " +
+                                  std::to_string(dims.B) + ", got " + at);
+        }
+        if (t > 0 && v > dims.step_batch[t - 1]) {
+          fail("batch_sizes", "must be non-increasing, got " + at + " > batch_sizes[" +
+                                  std::to_string(t - 1) + "] = " +
+                                  std::to_string(dims.step_batch[t - 1]));
+        }
+      }
+    }
+    dims.step_offset.assign(static_cast<std::size_t>(dims.T) + 1, 0);
+    for (int64_t t = 0; t < dims.T; ++t) {
+      dims.step_offset[t + 1] = dims.step_offset[t] + dims.step_batch[t];
+    }
   }
   return dims;
 }

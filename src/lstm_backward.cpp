@@ -76,7 +76,7 @@ class BackwardDriver {
     for (int64_t l = d_.L - 1; l >= 0; --l) {
       const int64_t in_size = d_.slot_input_size[l * d_.D];
       load_layer_input(l);
-      run_tasks(d_.D, [&](int64_t dir) { run_direction(l, dir); });
+      run_tasks(d_.D, parallel_ ? d_.D : 1, [&](int64_t dir) { run_direction(l, dir); });
       // d_in (N, I_l) = sum_d d_gates_d (N, 4H) * w_ih_d (4H, I_l), directions in order.
       for (int64_t dir = 0; dir < d_.D; ++dir) {
         gemm(Transpose::No, Transpose::No, d_.valid_rows(), in_size, 4 * d_.H, Acc(1),

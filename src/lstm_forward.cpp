@@ -63,7 +63,7 @@ class ForwardDriver {
     for (int64_t l = 0; l < d_.L; ++l) {
       const Acc* x = l == 0 ? x0_.data() : y_[(l - 1) % 2].data();
       Acc* y = y_[l % 2].data();
-      run_tasks(d_.D, [&](int64_t dir) { run_direction(l, dir, x, y); });
+      run_tasks(d_.D, parallel_ ? d_.D : 1, [&](int64_t dir) { run_direction(l, dir, x, y); });
     }
     write_output(y_[(d_.L - 1) % 2].data());
     if (!d_.train) {

@@ -14,125 +14,127 @@ namespace reference {
 ForwardResult lstm_forward(const TensorView& input, const TensorList& hx, const TensorList& params,
                            bool has_biases, int64_t num_layers, double dropout, bool train,
                            bool bidirectional, bool batch_first, const TensorView& batch_sizes) {
-  using lstmop::detail::allocate;
-  const lstmop::detail::LstmDims d =
-      lstmop::detail::check_forward_args(input, hx, params, has_biases, num_layers, dropout, train,
-                                         bidirectional, batch_first, batch_sizes, true);
-  const ForwardShapes shapes = lstmop::detail::forward_shapes(d);
-  const DType f64 = DType::Float64;
-  ForwardResult r;
-  r.output = allocate("output", f64, shapes.output, true);
-  r.hy = allocate("hy", f64, shapes.hy, true);
-  r.cy = allocate("cy", f64, shapes.cy, true);
-  r.i = allocate("i", f64, shapes.i, true);
-  r.j = allocate("j", f64, shapes.j, true);
-  r.f = allocate("f", f64, shapes.f, true);
-  r.o = allocate("o", f64, shapes.o, true);
-  r.h = allocate("h", f64, shapes.h, true);
-  r.c = allocate("c", f64, shapes.c, true);
-  r.tanhc = allocate("tanhc", f64, shapes.tanhc, true);
+  return lstmop::detail::translate_bad_alloc([&]() {
+    using lstmop::detail::allocate;
+    const lstmop::detail::LstmDims d =
+        lstmop::detail::check_forward_args(input, hx, params, has_biases, num_layers, dropout, train,
+                                           bidirectional, batch_first, batch_sizes, true);
+    const ForwardShapes shapes = lstmop::detail::forward_shapes(d);
+    const DType f64 = DType::Float64;
+    ForwardResult r;
+    r.output = allocate("output", f64, shapes.output, true);
+    r.hy = allocate("hy", f64, shapes.hy, true);
+    r.cy = allocate("cy", f64, shapes.cy, true);
+    r.i = allocate("i", f64, shapes.i, true);
+    r.j = allocate("j", f64, shapes.j, true);
+    r.f = allocate("f", f64, shapes.f, true);
+    r.o = allocate("o", f64, shapes.o, true);
+    r.h = allocate("h", f64, shapes.h, true);
+    r.c = allocate("c", f64, shapes.c, true);
+    r.tanhc = allocate("tanhc", f64, shapes.tanhc, true);
 
-  const int64_t T = d.T, B = d.B, H = d.H, D = d.D;
-  // Saved tensors (S, T, B, H), contiguous.
-  auto saved = [&](const Tensor& t, int64_t s, int64_t step, int64_t b) {
-    return t.data<double>() + ((s * T + step) * B + b) * H;
-  };
+    const int64_t T = d.T, B = d.B, H = d.H, D = d.D;
+    // Saved tensors (S, T, B, H), contiguous.
+    auto saved = [&](const Tensor& t, int64_t s, int64_t step, int64_t b) {
+      return t.data<double>() + ((s * T + step) * B + b) * H;
+    };
 
-  // The current layer's input, (T, B, I_l), padded positions unused.
-  int64_t in_size = d.I;
-  std::vector<double> layer_in(static_cast<std::size_t>(T * B * in_size), 0.0);
-  const lstmop::detail::SequenceLayout in_layout = d.sequence_layout(input);
-  for (int64_t t = 0; t < T; ++t) {
-    for (int64_t b = 0; b < d.step_batch[t]; ++b) {
-      for (int64_t k = 0; k < in_size; ++k) {
-        layer_in[(t * B + b) * in_size + k] = lstmop::detail::load_double(
-            input, t * in_layout.t_stride + b * in_layout.b_stride + k * in_layout.f_stride);
+    // The current layer's input, (T, B, I_l), padded positions unused.
+    int64_t in_size = d.I;
+    std::vector<double> layer_in(static_cast<std::size_t>(T * B * in_size), 0.0);
+    const lstmop::detail::SequenceLayout in_layout = d.sequence_layout(input);
+    for (int64_t t = 0; t < T; ++t) {
+      for (int64_t b = 0; b < d.step_batch[t]; ++b) {
+        for (int64_t k = 0; k < in_size; ++k) {
+          layer_in[(t * B + b) * in_size + k] = lstmop::detail::load_double(
+              input, t * in_layout.t_stride + b * in_layout.b_stride + k * in_layout.f_stride);
+        }
       }
     }
-  }
 
-  std::vector<double> h(H), c(H), h0(H), c0(H), a(4 * H);
-  for (int64_t l = 0; l < d.L; ++l) {
-    std::vector<double> layer_out(static_cast<std::size_t>(T * B * D * H), 0.0);
-    for (int64_t dir = 0; dir < D; ++dir) {
-      const int64_t s = l * D + dir;
-      const detail::SlotWeights w = detail::read_slot(d, params, s);
-      for (int64_t b = 0; b < B; ++b) {
-        const int64_t len = d.sequence_length(b);
-        for (int64_t k = 0; k < H; ++k) {
-          h0[k] = d.has_hx ? detail::at3(hx[0], s, b, k) : 0.0;
-          c0[k] = d.has_hx ? detail::at3(hx[1], s, b, k) : 0.0;
-        }
-        h = h0;
-        c = c0;
-        for (int64_t n = 0; n < len; ++n) {
-          const int64_t t = dir == 0 ? n : len - 1 - n;
-          const double* x = &layer_in[(t * B + b) * in_size];
-          for (int64_t g = 0; g < 4 * H; ++g) {
-            double sum = w.bias[g];
-            for (int64_t k = 0; k < in_size; ++k) sum += w.w_ih[g * in_size + k] * x[k];
-            for (int64_t k = 0; k < H; ++k) sum += w.w_hh[g * H + k] * h[k];
-            a[g] = sum;
+    std::vector<double> h(H), c(H), h0(H), c0(H), a(4 * H);
+    for (int64_t l = 0; l < d.L; ++l) {
+      std::vector<double> layer_out(static_cast<std::size_t>(T * B * D * H), 0.0);
+      for (int64_t dir = 0; dir < D; ++dir) {
+        const int64_t s = l * D + dir;
+        const detail::SlotWeights w = detail::read_slot(d, params, s);
+        for (int64_t b = 0; b < B; ++b) {
+          const int64_t len = d.sequence_length(b);
+          for (int64_t k = 0; k < H; ++k) {
+            h0[k] = d.has_hx ? detail::at3(hx[0], s, b, k) : 0.0;
+            c0[k] = d.has_hx ? detail::at3(hx[1], s, b, k) : 0.0;
+          }
+          h = h0;
+          c = c0;
+          for (int64_t n = 0; n < len; ++n) {
+            const int64_t t = dir == 0 ? n : len - 1 - n;
+            const double* x = &layer_in[(t * B + b) * in_size];
+            for (int64_t g = 0; g < 4 * H; ++g) {
+              double sum = w.bias[g];
+              for (int64_t k = 0; k < in_size; ++k) sum += w.w_ih[g * in_size + k] * x[k];
+              for (int64_t k = 0; k < H; ++k) sum += w.w_hh[g * H + k] * h[k];
+              a[g] = sum;
+            }
+            for (int64_t k = 0; k < H; ++k) {
+              // Gate blocks of a: i, f, g, o (PyTorch order).
+              const double gi = detail::sigmoid(a[k]);
+              const double gf = detail::sigmoid(a[H + k]);
+              const double gj = std::tanh(a[2 * H + k]);
+              const double go = detail::sigmoid(a[3 * H + k]);
+              c[k] = gf * c[k] + gi * gj;
+              const double tc = std::tanh(c[k]);
+              h[k] = go * tc;
+              if (train) {
+                saved(r.i, s, t, b)[k] = gi;
+                saved(r.j, s, t, b)[k] = gj;
+                saved(r.f, s, t, b)[k] = gf;
+                saved(r.o, s, t, b)[k] = go;
+                saved(r.c, s, t, b)[k] = c[k];
+                saved(r.tanhc, s, t, b)[k] = tc;
+                saved(r.h, s, t, b)[k] = h[k];
+              }
+              layer_out[(t * B + b) * D * H + dir * H + k] = h[k];
+            }
           }
           for (int64_t k = 0; k < H; ++k) {
-            // Gate blocks of a: i, f, g, o (PyTorch order).
-            const double gi = detail::sigmoid(a[k]);
-            const double gf = detail::sigmoid(a[H + k]);
-            const double gj = std::tanh(a[2 * H + k]);
-            const double go = detail::sigmoid(a[3 * H + k]);
-            c[k] = gf * c[k] + gi * gj;
-            const double tc = std::tanh(c[k]);
-            h[k] = go * tc;
-            if (train) {
-              saved(r.i, s, t, b)[k] = gi;
-              saved(r.j, s, t, b)[k] = gj;
-              saved(r.f, s, t, b)[k] = gf;
-              saved(r.o, s, t, b)[k] = go;
-              saved(r.c, s, t, b)[k] = c[k];
-              saved(r.tanhc, s, t, b)[k] = tc;
-              saved(r.h, s, t, b)[k] = h[k];
-            }
-            layer_out[(t * B + b) * D * H + dir * H + k] = h[k];
+            r.hy.data<double>()[(s * B + b) * H + k] = h[k];
+            r.cy.data<double>()[(s * B + b) * H + k] = c[k];
           }
-        }
-        for (int64_t k = 0; k < H; ++k) {
-          r.hy.data<double>()[(s * B + b) * H + k] = h[k];
-          r.cy.data<double>()[(s * B + b) * H + k] = c[k];
-        }
-        if (train) {
-          // Positions past the sequence's end: gates 0, the carried state
-          // (forward: the last valid step's; reverse: the initial one).
-          const std::vector<double>& hc = dir == 0 ? h : h0;
-          const std::vector<double>& cc = dir == 0 ? c : c0;
-          for (int64_t t = len; t < T; ++t) {
-            for (int64_t k = 0; k < H; ++k) {
-              saved(r.h, s, t, b)[k] = hc[k];
-              saved(r.c, s, t, b)[k] = cc[k];
-              saved(r.tanhc, s, t, b)[k] = std::tanh(cc[k]);
+          if (train) {
+            // Positions past the sequence's end: gates 0, the carried state
+            // (forward: the last valid step's; reverse: the initial one).
+            const std::vector<double>& hc = dir == 0 ? h : h0;
+            const std::vector<double>& cc = dir == 0 ? c : c0;
+            for (int64_t t = len; t < T; ++t) {
+              for (int64_t k = 0; k < H; ++k) {
+                saved(r.h, s, t, b)[k] = hc[k];
+                saved(r.c, s, t, b)[k] = cc[k];
+                saved(r.tanhc, s, t, b)[k] = std::tanh(cc[k]);
+              }
             }
           }
         }
       }
+      layer_in.swap(layer_out);
+      in_size = D * H;
     }
-    layer_in.swap(layer_out);
-    in_size = D * H;
-  }
 
-  // Output rows of valid positions; the others stay 0.
-  const lstmop::detail::SequenceLayout out_layout = d.sequence_layout(r.output);
-  for (int64_t t = 0; t < T; ++t) {
-    for (int64_t b = 0; b < d.step_batch[t]; ++b) {
-      for (int64_t k = 0; k < D * H; ++k) {
-        r.output.data<double>()[t * out_layout.t_stride + b * out_layout.b_stride +
-                                k * out_layout.f_stride] = layer_in[(t * B + b) * D * H + k];
+    // Output rows of valid positions; the others stay 0.
+    const lstmop::detail::SequenceLayout out_layout = d.sequence_layout(r.output);
+    for (int64_t t = 0; t < T; ++t) {
+      for (int64_t b = 0; b < d.step_batch[t]; ++b) {
+        for (int64_t k = 0; k < D * H; ++k) {
+          r.output.data<double>()[t * out_layout.t_stride + b * out_layout.b_stride +
+                                  k * out_layout.f_stride] = layer_in[(t * B + b) * D * H + k];
+        }
       }
     }
-  }
-  if (!train) {
-    std::copy(r.hy.data<double>(), r.hy.data<double>() + r.hy.numel(), r.h.data<double>());
-    std::copy(r.cy.data<double>(), r.cy.data<double>() + r.cy.numel(), r.c.data<double>());
-  }
-  return r;
+    if (!train) {
+      std::copy(r.hy.data<double>(), r.hy.data<double>() + r.hy.numel(), r.h.data<double>());
+      std::copy(r.cy.data<double>(), r.cy.data<double>() + r.cy.numel(), r.c.data<double>());
+    }
+    return r;
+  });
 }
 
 }  // namespace reference

@@ -27,8 +27,8 @@ int get_num_threads() { return g_num_threads.load(); }
 
 namespace detail {
 
-void run_tasks(int64_t count, const std::function<void(int64_t)>& task) {
-  const int64_t workers = std::min<int64_t>(get_num_threads(), count);
+void run_tasks(int64_t count, int64_t max_threads, const std::function<void(int64_t)>& task) {
+  const int64_t workers = std::min<int64_t>(max_threads, count);
   if (workers <= 1) {
     for (int64_t k = 0; k < count; ++k) task(k);
     return;

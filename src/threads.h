@@ -9,9 +9,12 @@
 namespace lstmop {
 namespace detail {
 
-// Runs task(0), ..., task(count - 1), spread over min(get_num_threads(), count)
+// Runs task(0), ..., task(count - 1), spread over min(max_threads, count)
 // threads (the caller's included). Rethrows the first exception of a task.
-void run_tasks(int64_t count, const std::function<void(int64_t)>& task);
+// The caller decides max_threads once (from get_num_threads()) and sizes its
+// per-task workspaces by it, so a concurrent set_num_threads cannot change the
+// split mid-call.
+void run_tasks(int64_t count, int64_t max_threads, const std::function<void(int64_t)>& task);
 
 }  // namespace detail
 }  // namespace lstmop
