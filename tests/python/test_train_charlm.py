@@ -46,7 +46,7 @@ def test_main_job_end_to_end(tmp_path):
     before = number_after("held-out loss before training:", out)
     after = number_after("held-out loss:", out)
     assert 4.0 < before < 4.6, out
-    assert after < before - 0.8, out
+    assert after < before - 0.5, out  # 4.38 -> 3.56 when written
     assert float(progress[-1][1]) < float(progress[0][1]) - 0.5, out
     # A sample of generated text, starting with the prompt.
     sample = re.findall(r"^  \| (.*)$", out, flags=re.M)
