@@ -14,6 +14,12 @@ import torch.multiprocessing as mp
 LOOPBACK = "127.0.0.1"
 
 
+def keep_on_loopback():
+    """Gloo connects its processes through the interface of the host name's address, which
+    may be a real network; GLOO_SOCKET_IFNAME=lo keeps all traffic on 127.0.0.1."""
+    os.environ.setdefault("GLOO_SOCKET_IFNAME", "lo")
+
+
 def free_port():
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind((LOOPBACK, 0))
@@ -22,6 +28,7 @@ def free_port():
 
 def spawn(function, world_size, *args):
     """Runs function(rank, world_size, port, *args) in world_size fresh processes."""
+    keep_on_loopback()
     port = free_port()
     mp.spawn(_entry, args=(function, world_size, port, args), nprocs=world_size, join=True)
 
@@ -41,6 +48,7 @@ def launched_by_torchrun():
 
 def run_under_torchrun(function, *args):
     """Joins the group torchrun set up (env://) and runs function(rank, world_size, *args)."""
+    keep_on_loopback()
     dist.init_process_group("gloo", init_method="env://")
     try:
         function(dist.get_rank(), dist.get_world_size(), *args)
