@@ -1,11 +1,22 @@
-// A plain, cache-blocked GEMM: rows of C are updated with scaled rows of
-// op(B) (an axpy the compiler vectorises along n), four rows of C at a time
+// float: oneDNN's dnnl_sgemm (row-major), measured on this machine at
+// 220-245 GFLOP/s on one core for the input projection against ~120 for
+// OpenBLAS and ~20 for the plain loops below. oneDNN here is built on OpenMP;
+// every call runs with one OpenMP thread (see OneOpenMpThread) so its
+// blocking, hence every bit of C, does not depend on lstmop's or the caller's
+// thread settings; lstmop's own parallelism is in the drivers.
+//
+// double: a plain, cache-blocked GEMM: rows of C are updated with scaled rows
+// of op(B) (an axpy the compiler vectorises along n), four rows of C at a time
 // so each row of B loaded serves four updates. Blocking over n and k keeps the
-// B block in cache; k blocks run in increasing order, so every C element still
-// sums its k products in order 0..k-1 (see gemm.h).
+// B block in cache; k blocks run in increasing order, so every C element sums
+// its k products in order 0..k-1.
 #include "gemm.h"
 
+#include <dnnl.h>
+#include <omp.h>
+
 #include <algorithm>
+#include <cstdlib>
 
 namespace lstmop {
 namespace detail {
@@ -98,11 +109,38 @@ void gemm_impl(Transpose ta, Transpose tb, int64_t m, int64_t n, int64_t k, T al
   }
 }
 
+// Sets the calling thread's OpenMP thread count to 1 for its lifetime and
+// restores the previous value after (omp_set_num_threads is per thread).
+class OneOpenMpThread {
+ public:
+  OneOpenMpThread() : saved_(omp_get_max_threads()) {
+    if (saved_ != 1) omp_set_num_threads(1);
+  }
+  ~OneOpenMpThread() {
+    if (saved_ != 1) omp_set_num_threads(saved_);
+  }
+  OneOpenMpThread(const OneOpenMpThread&) = delete;
+  OneOpenMpThread& operator=(const OneOpenMpThread&) = delete;
+
+ private:
+  int saved_;
+};
+
 }  // namespace
 
 void gemm(Transpose ta, Transpose tb, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
           int64_t lda, const float* b, int64_t ldb, float beta, float* c, int64_t ldc) {
-  gemm_impl<float>(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+  if (m <= 0 || n <= 0) return;
+  if (k <= 0 || alpha == 0.0f) {
+    scale_c(m, n, beta, c, ldc);
+    return;
+  }
+  OneOpenMpThread one_thread;
+  const dnnl_status_t status =
+      dnnl_sgemm(ta == Transpose::Yes ? 'T' : 'N', tb == Transpose::Yes ? 'T' : 'N', m, n, k,
+                 alpha, a, lda, b, ldb, beta, c, ldc);
+  // Only invalid arguments fail; the drivers pass consistent, validated sizes.
+  if (status != dnnl_success) std::abort();
 }
 
 void gemm(Transpose ta, Transpose tb, int64_t m, int64_t n, int64_t k, double alpha,

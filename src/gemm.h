@@ -8,10 +8,12 @@
 // beta == 0 means C is only written (whatever it held, NaN included).
 // C must not overlap A or B. m, n or k may be 0 (k == 0: C = beta * C).
 //
-// Determinism: every element of C is accumulated in the compute type over
-// p = 0..k-1 in increasing order, starting from beta * C, whatever the sizes
-// or blocking; a replacement must keep results bitwise reproducible run to
-// run and independent of the thread count.
+// Determinism: results are bitwise reproducible run to run for the same
+// sizes and independent of lstmop's thread count and the caller's OpenMP
+// settings (float: dnnl_sgemm always on one OpenMP thread; double: each
+// element summed over p = 0..k-1 in order). The order of the k products of
+// the float path is oneDNN's, so C's bits may depend on m, n, k and on the
+// alignment of the operands: callers keep those fixed for given input sizes.
 #pragma once
 
 #include <cstdint>

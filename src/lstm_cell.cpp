@@ -1,9 +1,12 @@
 // The fused element-wise LSTM step passes (scalar loops; see lstm_cell.h).
 #include "lstm_cell.h"
 
+#include <algorithm>
 #include <cmath>
+#include <type_traits>
 
 #include "element_access.h"
+#include "lstm_cell_avx2.h"
 
 namespace lstmop {
 namespace detail {
@@ -17,8 +20,9 @@ inline Acc sigmoid(Acc x) {
 }  // namespace
 
 template <class Acc, class S>
-void lstm_cell_forward(int64_t rows, int64_t H, const Acc* gates, const Acc* bias, Acc* c_state,
-                       Acc* h_state, Acc* layer_out, int64_t ld_out, const StepSaved<S>* saved) {
+void lstm_cell_forward_scalar(int64_t rows, int64_t H, const Acc* gates, const Acc* bias,
+                              Acc* c_state, Acc* h_state, Acc* layer_out, int64_t ld_out,
+                              const StepSaved<S>* saved) {
   const int64_t G = 4 * H;
   for (int64_t r = 0; r < rows; ++r) {
     const Acc* a = gates + r * G;
@@ -50,6 +54,22 @@ void lstm_cell_forward(int64_t rows, int64_t H, const Acc* gates, const Acc* bia
   }
 }
 
+// float on an AVX2+FMA CPU: the vector pass of lstm_cell_avx2.cpp; else the
+// scalar loop above (std::exp / std::tanh).
+template <class Acc, class S>
+void lstm_cell_forward(int64_t rows, int64_t H, const Acc* gates, const Acc* bias, Acc* c_state,
+                       Acc* h_state, Acc* layer_out, int64_t ld_out, const StepSaved<S>* saved) {
+  if constexpr (std::is_same_v<Acc, float>) {
+    if (cpu_has_avx2_fma()) {
+      lstm_cell_forward_avx2<S>(rows, H, gates, bias, c_state, h_state, layer_out, ld_out,
+                                  saved);
+      return;
+    }
+  }
+  lstm_cell_forward_scalar<Acc, S>(rows, H, gates, bias, c_state, h_state, layer_out, ld_out,
+                                   saved);
+}
+
 template <class Acc, class S>
 void lstm_cell_fill_invalid(int64_t rows, int64_t H, const Acc* h_carried, const Acc* c_carried,
                             const StepSaved<S>& saved) {
@@ -60,7 +80,24 @@ void lstm_cell_fill_invalid(int64_t rows, int64_t H, const Acc* h_carried, const
     saved.o[e] = S{};
     saved.h[e] = StoreAs<S>::from(h_carried[e]);
     saved.c[e] = StoreAs<S>::from(c_carried[e]);
-    saved.tanhc[e] = StoreAs<S>::from(std::tanh(c_carried[e]));
+  }
+  // tanh(c) with the function the step pass used, so the carried tanhc has
+  // the bits of the last valid step's.
+  constexpr int64_t kChunk = 256;
+  Acc tanh_c[kChunk];
+  for (int64_t e0 = 0; e0 < rows * H; e0 += kChunk) {
+    const int64_t n = std::min(kChunk, rows * H - e0);
+    bool vector_done = false;
+    if constexpr (std::is_same_v<Acc, float>) {
+      if (cpu_has_avx2_fma()) {
+        tanh_avx2(n, c_carried + e0, tanh_c);
+        vector_done = true;
+      }
+    }
+    if (!vector_done) {
+      for (int64_t e = 0; e < n; ++e) tanh_c[e] = std::tanh(c_carried[e0 + e]);
+    }
+    for (int64_t e = 0; e < n; ++e) saved.tanhc[e0 + e] = StoreAs<S>::from(tanh_c[e]);
   }
 }
 
@@ -68,6 +105,13 @@ template <class Acc>
 void lstm_cell_backward(int64_t rows, int64_t H, const Acc* i, const Acc* j, const Acc* f,
                         const Acc* o, const Acc* tanhc, const Acc* c_prev, const Acc* d_out,
                         int64_t ld_out, const Acc* dh_state, Acc* dc_state, Acc* d_gates) {
+  if constexpr (std::is_same_v<Acc, float>) {
+    if (cpu_has_avx2_fma()) {
+      lstm_cell_backward_avx2(rows, H, i, j, f, o, tanhc, c_prev, d_out, ld_out, dh_state,
+                                dc_state, d_gates);
+      return;
+    }
+  }
   const int64_t G = 4 * H;
   for (int64_t r = 0; r < rows; ++r) {
     const int64_t e0 = r * H;
