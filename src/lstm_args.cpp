@@ -8,6 +8,10 @@
 #include <cstdint>
 #include <sstream>
 
+#ifdef __linux__
+#include <sys/sysinfo.h>
+#endif
+
 namespace lstmop {
 namespace detail {
 namespace {
@@ -166,10 +170,36 @@ void check_output(const std::string& name, const TensorView& v, const std::vecto
 // Refuses a problem whose outputs and workspaces cannot exist: an upper bound
 // of the elements a call allocates (outputs, the production and reference
 // workspaces; 8 bytes each, the widest compute type) must stay within
-// kMaxCallBytes. Stride-0 views can describe such problems with a few bytes
+// call_byte_limit(). Stride-0 views can describe such problems with a few bytes
 // (input (2^40, 1, 1) with strides 0); they get an error at once instead of an
-// allocation failure, an out-of-memory kill or a loop of 2^40 steps.
+// allocation failure, an out-of-memory kill (with memory overcommit, a huge
+// request succeeds lazily) or a loop of 2^40 steps.
 constexpr int64_t kMaxCallBytes = int64_t(1) << 44;  // 16 TiB
+
+// The estimate counts every element at 8 bytes and every workspace of both
+// implementations, so it is about twice what a float32 call really takes: a
+// call is refused when the estimate exceeds twice the machine's memory (RAM +
+// swap), i.e. when it could not run here anyway; never above 2^44 bytes.
+int64_t call_byte_limit() {
+  static const int64_t limit = [] {
+    int64_t memory = 0;
+#ifdef __linux__
+    struct sysinfo info;
+    if (sysinfo(&info) == 0) {
+      const double bytes =
+          (double(info.totalram) + double(info.totalswap)) * double(info.mem_unit);
+      memory = bytes >= double(kMaxCallBytes) ? kMaxCallBytes : static_cast<int64_t>(bytes);
+    }
+#endif
+    if (memory <= 0) return kMaxCallBytes;
+    return std::min(kMaxCallBytes, 2 * memory);
+  }();
+  return limit;
+}
+
+std::string log2_bytes(int64_t elements) {
+  return "about 2^" + number(std::round(std::log2(8.0 * double(elements)) * 10) / 10) + " bytes";
+}
 
 void check_call_size(const LstmDims& d) {
   const int64_t H = d.H, G = 4 * H;
@@ -184,32 +214,40 @@ void check_call_size(const LstmDims& d) {
     ok = ok && !__builtin_add_overflow(a, b, &r);
     return ok ? r : 0;
   };
-  // Weights: params gathered, dparams, dw workspaces: 3 copies of every slot's
-  // 4H x (I_l + H + 2); states and their gradients (S, B, H): 12 copies.
-  int64_t fixed = mul(12, mul(d.S, mul(d.B, H)));
+  const int64_t limit_elements = call_byte_limit() / 8;
+  const std::string limit_text =
+      log2_bytes(limit_elements) + " (the smaller of 2^44 bytes and twice this machine's RAM + swap)";
+  // Weights alone (set by params): params gathered, dparams, dw workspaces:
+  // 3 copies of every slot's 4H x (I_l + H + 2).
+  int64_t weights = 0;
   for (int64_t s = 0; s < d.S; ++s) {
     const int64_t in_size = s < d.D ? d.I : mul(d.D, H);
-    fixed = add(fixed, mul(3, mul(G, add(add(in_size, H), 2))));
+    weights = add(weights, mul(3, mul(G, add(add(in_size, H), 2))));
   }
-  const bool weights_ok = ok && fixed <= kMaxCallBytes / 8;
-  // Per (t, b) row: output / dx (D*H, I_l), the layer input / output / gradient
-  // workspaces (3 * max(I, D*H)), gates or gate gradients and h_prev per
-  // direction (5H), the saved tensors when train (7 * S * H).
+  if (!ok || weights > limit_elements) {
+    fail(param_label(d, 0),
+         "is too large: the weights of " + std::to_string(d.S) + " slots with hidden_size = " +
+             std::to_string(H) + " and input_size = " + std::to_string(d.I) + " need " +
+             (ok ? log2_bytes(weights) : std::string("more than 2^63 bytes")) +
+             " of copies and gradients, more than " + limit_text);
+  }
+  // Set by the input's T and B: states and their gradients (S, B, H), 12
+  // copies; per (t, b) row: output / dx (D*H, I_l), the layer input / output /
+  // gradient workspaces (3 * max(I, D*H)), gates or gate gradients and h_prev
+  // per direction (5H), the saved tensors when train (7 * S * H).
+  const int64_t states = mul(12, mul(d.S, mul(d.B, H)));
   const int64_t DH = mul(d.D, H);
   int64_t per_row = add(DH, mul(3, std::max(d.I, DH)));
   per_row = add(per_row, mul(d.D, mul(5, H)));
   if (d.train) per_row = add(per_row, mul(7, mul(d.S, H)));
-  const int64_t total = add(fixed, mul(mul(d.T, d.B), per_row));
-  if (ok && total <= kMaxCallBytes / 8) return;
-  const std::string what =
-      "(T = " + std::to_string(d.T) + ", B = " + std::to_string(d.B) +
-      ", input_size = " + std::to_string(d.I) + ", hidden_size = " + std::to_string(H) +
-      ", D*L = " + std::to_string(d.S) + ") needs more than 2^44 bytes (16 TiB) of outputs and "
-      "workspace";
-  const std::string bound = ok ? " (about 2^" + number(std::log2(8.0 * double(total))) + ")"
-                               : " (its size overflows int64)";
-  if (!weights_ok) fail(param_label(d, 0), "is too large: the problem " + what + bound);
-  fail("input", "is too large: the problem " + what + bound);
+  const int64_t total = add(add(weights, states), mul(mul(d.T, d.B), per_row));
+  if (ok && total <= limit_elements) return;
+  fail("input", "is too large: the problem (T = " + std::to_string(d.T) + ", B = " +
+                    std::to_string(d.B) + ", input_size = " + std::to_string(d.I) +
+                    ", hidden_size = " + std::to_string(H) + ", D*L = " + std::to_string(d.S) +
+                    ") needs " +
+                    (ok ? log2_bytes(total) : std::string("more than 2^63 bytes")) +
+                    " of outputs and workspace, more than " + limit_text);
 }
 
 }  // namespace
