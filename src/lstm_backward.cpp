@@ -17,11 +17,13 @@
 //      d_in (N, I_l) = sum over directions of d_gates * w_ih (the next d_out);
 //   3. scatter layer 0's d_in into dx (0 in invalid rows).
 #include <algorithm>
+#include <type_traits>
 
 #include "element_access.h"
 #include "gemm.h"
 #include "lstm_cell.h"
 #include "lstm_driver.h"
+#include "recurrent_product.h"
 #include "threads.h"
 #include "workspace.h"
 
@@ -35,6 +37,7 @@ template <class Acc>
 struct DirectionWorkspace {
   Workspace<Acc> d_gates, w_ih, w_hh, h_prev, dh_state, dc_state, dw_ih, dw_hh, db;
   Workspace<Acc> step[kSavedCount];  // one step's i, j, f, o, tanhc, c_prev (B, H)
+  RecurrentProduct recurrent;         // float: w_hh (4H, H) packed for the dh product
 };
 
 template <class Acc>
@@ -56,6 +59,7 @@ class BackwardDriver {
       w.w_ih.allocate("w_ih (4H, input_size)", G * max_in);
       if (k > 0 && !parallel_) continue;
       w.w_hh.allocate("w_hh (4H, H)", G * d.H);
+      if constexpr (std::is_same_v<Acc, float>) w.recurrent.allocate(G, d.H);
       w.h_prev.allocate("the previous hidden states (valid rows, H)", N * d.H);
       w.dh_state.allocate("dh (B, H)", d.B * d.H);
       w.dc_state.allocate("dc (B, H)", d.B * d.H);
@@ -172,6 +176,7 @@ class BackwardDriver {
     const TensorView* h0 = d_.has_hx ? &hx_[0] : nullptr;
     const TensorView* c0 = d_.has_hx ? &hx_[1] : nullptr;
     load_weights(s, own, w);
+    if constexpr (std::is_same_v<Acc, float>) w.recurrent.set_b(w.w_hh.data(), H);
     for (int64_t t = 0; t < d_.T; ++t) {
       load_previous(*g_.h, h0, s, dir, t, w.h_prev.data() + d_.step_offset[t] * H);
     }
@@ -192,8 +197,13 @@ class BackwardDriver {
                               step[kCPrev], d_out_.data() + off * DH + dir * H, DH,
                               w.dh_state.data(), w.dc_state.data(), d_gates);
       // (rows, H) = (rows, 4H) * (4H, H)
-      gemm(Transpose::No, Transpose::No, rows, H, G, Acc(1), d_gates, G, w.w_hh.data(), H,
-           Acc(0), w.dh_state.data(), H);
+      if constexpr (std::is_same_v<Acc, float>) {
+        std::fill(w.dh_state.data(), w.dh_state.data() + rows * H, 0.0f);
+        w.recurrent.accumulate(rows, d_gates, G, w.dh_state.data(), H);
+      } else {
+        gemm(Transpose::No, Transpose::No, rows, H, G, Acc(1), d_gates, G, w.w_hh.data(), H,
+             Acc(0), w.dh_state.data(), H);
+      }
     }
     scatter_matrix<Acc>(w.dh_state.data(), H, d_.B, H, out_.dh0, s * d_.B * H, H, 1);
     scatter_matrix<Acc>(w.dc_state.data(), H, d_.B, H, out_.dc0, s * d_.B * H, H, 1);

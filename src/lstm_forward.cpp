@@ -15,11 +15,13 @@
 //      hy, cy <- state; saved tensors at positions past each sequence's end;
 //   3. scatter the last layer's output into `output` (0 in invalid rows).
 #include <algorithm>
+#include <type_traits>
 
 #include "element_access.h"
 #include "gemm.h"
 #include "lstm_cell.h"
 #include "lstm_driver.h"
+#include "recurrent_product.h"
 #include "threads.h"
 #include "workspace.h"
 
@@ -31,6 +33,7 @@ namespace {
 template <class Acc>
 struct DirectionWorkspace {
   Workspace<Acc> gates, w_ih_t, w_hh_t, bias, bias_tmp, h_state, c_state;
+  RecurrentProduct recurrent;  // float: w_hh^T packed for the per-step product
 };
 
 template <class Acc, class S>
@@ -55,6 +58,7 @@ class ForwardDriver {
       w.bias_tmp.allocate("the bias (4H)", G);
       w.h_state.allocate("the hidden state (B, H)", d.B * d.H);
       w.c_state.allocate("the cell state (B, H)", d.B * d.H);
+      if constexpr (std::is_same_v<Acc, float>) w.recurrent.allocate(d.H, G);
     }
   }
 
@@ -158,6 +162,7 @@ class ForwardDriver {
     const int64_t G = 4 * d_.H, H = d_.H, DH = d_.D * d_.H;
     const int64_t in_size = d_.slot_input_size[s];
     load_weights(s, w);
+    if constexpr (std::is_same_v<Acc, float>) w.recurrent.set_b(w.w_hh_t.data(), G);
     load_state(s, w);
     if (d_.train && dir == 1 && d_.packed) fill_invalid(s, w);
 
@@ -170,8 +175,12 @@ class ForwardDriver {
       const int64_t off = d_.step_offset[t];
       Acc* gates = w.gates.data() + off * G;
       // (rows, 4H) += (rows, H) * (H, 4H)
-      gemm(Transpose::No, Transpose::No, rows, G, H, Acc(1), w.h_state.data(), H,
-           w.w_hh_t.data(), G, Acc(1), gates, G);
+      if constexpr (std::is_same_v<Acc, float>) {
+        w.recurrent.accumulate(rows, w.h_state.data(), H, gates, G);
+      } else {
+        gemm(Transpose::No, Transpose::No, rows, G, H, Acc(1), w.h_state.data(), H,
+             w.w_hh_t.data(), G, Acc(1), gates, G);
+      }
       const StepSaved<S> saved = d_.train ? saved_at(s, t) : StepSaved<S>{};
       lstm_cell_forward<Acc, S>(rows, H, gates, w.bias.data(), w.c_state.data(),
                                 w.h_state.data(), y + off * DH + dir * H, DH,
