@@ -1,0 +1,173 @@
+// Denormal (subnormal) data does not slow the kernels down, and gives the
+// reference's results.
+//
+// The slow inputs: input, h0, c0 and the incoming gradients scaled into the
+// subnormal range of the compute type (float32: 1e-39 and below, float64:
+// 1e-310), weights normal. Then w_ih x, every gate's deviation from its
+// midpoint, c, h, tanhc, and in the backward every gradient are subnormal too:
+// every GEMM and every cell pass works on subnormals. A core that neither
+// flushes them (FTZ/DAZ) nor avoids them pays a microcode assist per
+// operation (often 10-100x slower on x86).
+//
+// The timing assertion, robust on a noisy shared machine: forward + backward of
+// the subnormal problem and of the same problem with normal values (scaled by
+// 1 instead), interleaved, each the minimum of 9 runs; the ratio must stay
+// below 3. A calibration loop (a scalar multiply-add chain on subnormals vs
+// normals) is printed to show whether this machine penalises subnormals at all.
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <functional>
+#include <limits>
+
+#include "numerics_support.h"
+
+namespace lstmtest {
+namespace {
+
+double seconds_of(const std::function<void()>& fn) {
+  const auto t0 = std::chrono::steady_clock::now();
+  fn();
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+// The problem with input, hx and grads multiplied by `scale`.
+struct Scaled {
+  LstmProblem p;
+  LstmGrads g;
+};
+
+Tensor scaled(const Tensor& t, double scale) {
+  Tensor out = contiguous_copy(t);
+  for (int64_t k = 0; k < out.numel(); ++k) store(out, k, load(t, k) * scale);
+  return out;
+}
+
+Scaled scaled_problem(const LstmConfig& c, double scale) {
+  Scaled s;
+  s.p = make_problem(c, 1800);
+  s.g = make_grads(s.p, 1801);
+  s.p.input = scaled(s.p.input, scale);
+  for (Tensor& t : s.p.hx) t = scaled(t, scale);
+  s.g.grad_y = scaled(s.g.grad_y, scale);
+  s.g.grad_hy = scaled(s.g.grad_hy, scale);
+  s.g.grad_cy = scaled(s.g.grad_cy, scale);
+  return s;
+}
+
+// Fraction of a tensor's nonzero elements that are subnormal in float32 (or
+// float64 for a float64 tensor).
+double subnormal_fraction(const TensorView& v) {
+  const double min_normal = v.dtype == DType::Float64 ? std::numeric_limits<double>::min()
+                                                      : double(std::numeric_limits<float>::min());
+  int64_t nonzero = 0, sub = 0;
+  for (double x : to_doubles(v)) {
+    if (x == 0.0 || std::isnan(x)) continue;
+    ++nonzero;
+    sub += std::fabs(x) < min_normal;
+  }
+  return nonzero == 0 ? 0.0 : double(sub) / double(nonzero);
+}
+
+// Minimum over `runs` of the time of forward + backward.
+double best_time(const Scaled& s, int runs) {
+  double best = 1e30;
+  for (int r = 0; r < runs; ++r) {
+    best = std::min(best, seconds_of([&] {
+      const ForwardResult f = run_forward(s.p);
+      run_backward(s.p, s.g, f);
+    }));
+  }
+  return best;
+}
+
+// ns per step of a dependent chain acc = (acc * down) * up: with acc = x
+// tiny, every step makes a subnormal and multiplies it back (normal inputs
+// otherwise). Volatile factors keep the compiler from folding it away.
+template <class T>
+double chain_ns(T x, T down) {
+  volatile T seed = x, vdown = down, vup = T(1) / down;
+  T acc = seed;
+  const T d = vdown, u = vup;
+  constexpr int kSteps = 1000000;
+  const double s = seconds_of([&] {
+    for (int k = 0; k < kSteps; ++k) acc = (acc * d) * u;
+  });
+  volatile T sink = acc;
+  (void)sink;
+  return s * 1e9 / kSteps;
+}
+
+struct Case {
+  DType dtype;
+  double subnormal_scale;
+};
+
+class Denormals : public ::testing::TestWithParam<Case> {};
+
+TEST_P(Denormals, NoSlowdownAndReferenceResults) {
+  const Case k = GetParam();
+  LstmConfig c;
+  c.dtype = k.dtype;
+  c.T = 12;
+  c.B = 16;
+  c.I = 48;
+  c.H = 48;
+  c.L = 1;
+  c.bidirectional = true;
+  c.has_biases = false;  // a bias would lift every pre-activation out of the subnormal range
+  SCOPED_TRACE(c.name());
+  const Scaled normal = scaled_problem(c, 1.0);
+  const Scaled sub = scaled_problem(c, k.subnormal_scale);
+
+  // The data really is subnormal (bfloat16 has float32's exponent range).
+  EXPECT_GT(subnormal_fraction(sub.p.input), 0.99);
+  const ForwardResult f = run_forward(sub.p);
+  const BackwardResult b = run_backward(sub.p, sub.g, f);
+
+  // Results: as the reference's (a core that flushes subnormals to zero is
+  // off by less than the smallest normal, far inside the tolerance).
+  const LstmProblem p64 = converted_problem(sub.p, DType::Float64);
+  const ForwardResult rf = run_reference_forward(p64);
+  const BackwardResult rb =
+      run_reference_backward(p64, converted_grads(sub.g, DType::Float64), rf);
+  const double fwd_tol = c.dtype == DType::BFloat16 ? c.L * epsilon(c.dtype)
+                                                    : accumulation_tolerance(c.dtype, forward_depth(c), false);
+  const double bwd_tol = c.dtype == DType::BFloat16 ? 4 * epsilon(c.dtype)
+                                                    : accumulation_tolerance(c.dtype, backward_depth(c), true);
+  const NamedViews fa = forward_outputs(f), fb = forward_outputs(rf);
+  for (std::size_t n = 0; n < fa.size(); ++n) {
+    EXPECT_TRUE(close_to(fa[n].second, fb[n].second, fwd_tol)) << fa[n].first;
+  }
+  const NamedViews ba = backward_outputs(b), bb = backward_outputs(rb);
+  for (std::size_t n = 0; n < ba.size(); ++n) {
+    EXPECT_TRUE(close_to(ba[n].second, bb[n].second, bwd_tol)) << ba[n].first;
+  }
+
+  // Timing: interleaved rounds, minimum of each.
+  best_time(normal, 1);  // warm up
+  double t_normal = 1e30, t_sub = 1e30;
+  for (int round = 0; round < 3; ++round) {
+    t_normal = std::min(t_normal, best_time(normal, 3));
+    t_sub = std::min(t_sub, best_time(sub, 3));
+  }
+  const double ratio = t_sub / t_normal;
+  const double chain_ratio = k.dtype == DType::Float64
+                                 ? chain_ns(1e-300, 1e-10) / chain_ns(1.0, 1e-10)
+                                 : chain_ns(1e-30f, 1e-10f) / chain_ns(1.0f, 1e-10f);
+  std::printf("[ denormals ] %s: normal %.3f ms, subnormal %.3f ms, ratio %.2f "
+              "(scalar subnormal/normal chain on this machine: %.1fx)\n",
+              lstmop::dtype_name(c.dtype), t_normal * 1e3, t_sub * 1e3, ratio, chain_ratio);
+  EXPECT_LT(ratio, 3.0) << "subnormal data makes forward + backward " << ratio
+                        << "x slower than normal data";
+}
+
+INSTANTIATE_TEST_SUITE_P(Dtypes, Denormals,
+                         ::testing::Values(Case{DType::Float32, 1e-39}, Case{DType::BFloat16, 1e-39},
+                                           Case{DType::Float64, 1e-310}),
+                         [](const ::testing::TestParamInfo<Case>& info) {
+                           return std::string(lstmop::dtype_name(info.param.dtype));
+                         });
+
+}  // namespace
+}  // namespace lstmtest
