@@ -1,0 +1,138 @@
+"""The benchmark's problems: the suite S1..S6, the --quick shapes, --shape parsing, FLOP counts
+and the speed-up targets of the performance issue."""
+import dataclasses
+import random
+
+DTYPES = ("float32", "bfloat16", "float16")
+
+
+@dataclasses.dataclass
+class Problem:
+    name: str
+    T: int
+    B: int
+    I: int
+    H: int
+    layers: int = 1
+    bidirectional: bool = False
+    dtype: str = "float32"
+    # Variable length: (min, max) of the uniform length draw; None = fixed length T.
+    length_range: tuple = None
+    seed: int = 1
+
+    @property
+    def directions(self):
+        return 2 if self.bidirectional else 1
+
+    def lengths(self):
+        """Per-sequence lengths, non-increasing (PackedSequence order), the first equal to T
+        so the padded length is T; None for fixed length."""
+        if self.length_range is None:
+            return None
+        lo, hi = self.length_range
+        rng = random.Random(self.seed)
+        draws = [rng.randint(lo, hi) for _ in range(self.B - 1)]
+        return [self.T] + sorted(draws, reverse=True)
+
+    def tokens(self):
+        """Valid (t, b) positions: the rows a variable-length implementation computes."""
+        lengths = self.lengths()
+        return self.T * self.B if lengths is None else sum(lengths)
+
+    def flops(self, mode):
+        """Useful GEMM FLOPs: forward 2 * tokens * 4H * (I_l + H) per layer and direction;
+        training (forward + backward: dgates*W for dx and dh, dgates^T*[x h] for dW) 3x that.
+        Padded peers get the same count (their extra padded work is not useful work)."""
+        total = 0
+        for layer in range(self.layers):
+            in_size = self.I if layer == 0 else self.directions * self.H
+            total += self.directions * 2 * self.tokens() * 4 * self.H * (in_size + self.H)
+        return total * (3 if mode == "train" else 1)
+
+    def describe(self):
+        text = f"T={self.T} B={self.B} I={self.I} H={self.H}"
+        if self.layers > 1:
+            text += f" L={self.layers}"
+        if self.bidirectional:
+            text += " bidir"
+        if self.length_range is not None:
+            text += f" len~U[{self.length_range[0]},{self.length_range[1]}]"
+        return text
+
+    def peer_args(self, padded=False):
+        """Command-line case of the C++ peers (bench/bench_case.h)."""
+        args = ["--T", self.T, "--B", self.B, "--I", self.I, "--H", self.H,
+                "--layers", self.layers, "--bidirectional", int(self.bidirectional),
+                "--dtype", self.dtype, "--seed", self.seed]
+        lengths = self.lengths()
+        if lengths is not None and not padded:
+            args += ["--lengths", ",".join(str(n) for n in lengths)]
+        return [str(a) for a in args]
+
+
+def suite():
+    """The cases of the performance issue."""
+    return [
+        Problem("S1", 100, 64, 512, 512, layers=2, bidirectional=True),
+        Problem("S2", 50, 32, 256, 256),
+        Problem("S3", 200, 1, 128, 128),
+        Problem("S4", 100, 64, 256, 256, bidirectional=True, length_range=(50, 100)),
+        Problem("S5", 200, 8, 128, 128),
+        Problem("S6", 50, 32, 256, 256, dtype="bfloat16"),
+    ]
+
+
+def quick():
+    """Tiny shapes that take every path of the harness (fixed and variable length, 2 layers,
+    bidirectional, a 16-bit dtype) in well under a second each."""
+    return [
+        Problem("Q1", 5, 3, 4, 6, layers=2, bidirectional=True),
+        Problem("Q2", 6, 4, 5, 3, bidirectional=True, length_range=(1, 6)),
+        Problem("Q3", 4, 2, 8, 8, dtype="bfloat16"),
+    ]
+
+
+# (case, mode) -> (minimum speed-up vs torch, minimum speed-up vs oneDNN), 1 thread.
+TARGETS = {
+    ("S1", "infer"): (1.35, 1.0), ("S1", "train"): (1.35, 1.0),
+    ("S2", "infer"): (1.35, 1.0), ("S2", "train"): (1.35, 1.0),
+    ("S3", "infer"): (7.0, 1.5), ("S3", "train"): (13.0, 1.5),
+    ("S4", "infer"): (1.6, 1.25), ("S4", "train"): (4.0, 1.25),
+    ("S5", "infer"): (5.0, 1.3), ("S5", "train"): (5.0, 1.3),
+    ("S6", "infer"): (2.0, 1.0), ("S6", "train"): (2.0, 1.0),
+}
+# Cases where lstmop on 2 threads must reach this multiple of its own 1-thread speed.
+TWO_THREAD_SCALING = {"S1": 1.8, "S2": 1.8, "S4": 1.8}
+
+
+def parse_shape(text, index):
+    """'T=100,B=64,I=512,H=512[,L=2][,bidir=1][,len=50:100][,dtype=bfloat16][,name=X]'."""
+    fields = {}
+    for item in text.split(","):
+        if "=" not in item:
+            raise ValueError(f"--shape {text!r}: expected key=value, got {item!r}")
+        key, value = item.split("=", 1)
+        fields[key.strip()] = value.strip()
+    known = {"T", "B", "I", "H", "L", "bidir", "len", "dtype", "name", "seed"}
+    unknown = set(fields) - known
+    if unknown:
+        raise ValueError(f"--shape {text!r}: unknown keys {sorted(unknown)}; known: {sorted(known)}")
+    missing = {"T", "B", "I", "H"} - set(fields)
+    if missing:
+        raise ValueError(f"--shape {text!r}: missing {sorted(missing)}")
+    length_range = None
+    if "len" in fields:
+        lo, hi = (int(v) for v in fields["len"].split(":"))
+        if not 1 <= lo <= hi <= int(fields["T"]):
+            raise ValueError(f"--shape {text!r}: len must be lo:hi with 1 <= lo <= hi <= T")
+        length_range = (lo, hi)
+    dtype = fields.get("dtype", "float32")
+    if dtype not in DTYPES:
+        raise ValueError(f"--shape {text!r}: dtype must be one of {DTYPES}")
+    problem = Problem(fields.get("name", f"X{index}"), int(fields["T"]), int(fields["B"]),
+                      int(fields["I"]), int(fields["H"]), layers=int(fields.get("L", 1)),
+                      bidirectional=fields.get("bidir", "0") not in ("0", "false", "False"),
+                      dtype=dtype, length_range=length_range, seed=int(fields.get("seed", 1)))
+    if min(problem.T, problem.B, problem.I, problem.H, problem.layers) < 1:
+        raise ValueError(f"--shape {text!r}: every size must be >= 1")
+    return problem

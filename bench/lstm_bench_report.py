@@ -1,0 +1,76 @@
+"""Rows of results -> the console table, the CSV and the PNG chart."""
+import csv
+
+PEERS = ("lstmop", "torch", "onednn", "lstmop_cpp")
+SHORT_DTYPE = {"float32": "f32", "bfloat16": "bf16", "float16": "f16"}
+
+COLUMNS = (["case", "shape", "dtype", "mode", "threads", "gflop", "sgemm_gflops"]
+           + [f"{p}_{what}" for p in PEERS for what in ("ms", "wall_ms", "gflops", "pct_sgemm")]
+           + ["speedup_vs_torch", "speedup_vs_onednn", "target_vs_torch", "target_vs_onednn",
+              "met", "scaling_2t", "clock", "reps", "notes"])
+
+
+def fmt(value, digits=2):
+    if value is None or value == "":
+        return "-"
+    if isinstance(value, float):
+        return f"{value:.{digits}f}"
+    return str(value)
+
+
+def print_table(rows, out):
+    header = ["case", "dtype", "mode", "thr", "lstmop ms", "torch ms", "onednn ms",
+              "lstmop GF/s", "torch GF/s", "onednn GF/s", "%sgemm", "x torch", "x onednn", "met"]
+    lines = [header]
+    for r in rows:
+        lines.append([r["case"], r["dtype"], r["mode"], str(r["threads"]),
+                      fmt(r["lstmop_ms"], 3), fmt(r["torch_ms"], 3), fmt(r["onednn_ms"], 3),
+                      fmt(r["lstmop_gflops"], 1), fmt(r["torch_gflops"], 1),
+                      fmt(r["onednn_gflops"], 1), fmt(r["lstmop_pct_sgemm"], 0),
+                      fmt(r["speedup_vs_torch"]), fmt(r["speedup_vs_onednn"]), fmt(r["met"])])
+    widths = [max(len(line[c]) for line in lines) for c in range(len(header))]
+    for line in lines:
+        out.write("  ".join(cell.rjust(w) for cell, w in zip(line, widths)) + "\n")
+    for r in rows:
+        if r["notes"]:
+            out.write(f"  {r['case']} {r['dtype']} {r['mode']} {r['threads']}t: {r['notes']}\n")
+
+
+def write_csv(rows, path):
+    with open(path, "w", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=COLUMNS)
+        writer.writeheader()
+        for r in rows:
+            writer.writerow({k: ("" if r.get(k) is None else r.get(k)) for k in COLUMNS})
+
+
+def write_chart(rows, path, title):
+    """GFLOP/s of every peer per case, one panel per mode, the sgemm rate as a marker."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    modes = [m for m in ("infer", "train") if any(r["mode"] == m for r in rows)]
+    fig, axes = plt.subplots(1, len(modes), figsize=(7 * len(modes), 4.5), squeeze=False)
+    colors = {"lstmop": "tab:green", "torch": "tab:orange", "onednn": "tab:blue",
+              "lstmop_cpp": "tab:olive"}
+    for ax, mode in zip(axes[0], modes):
+        sel = [r for r in rows if r["mode"] == mode]
+        labels = [f"{r['case']}\n{SHORT_DTYPE[r['dtype']]} {r['threads']}t" for r in sel]
+        peers = [p for p in PEERS if any(r[f"{p}_gflops"] is not None for r in sel)]
+        width = 0.8 / max(1, len(peers))
+        for k, peer in enumerate(peers):
+            xs = [i + (k - (len(peers) - 1) / 2) * width for i in range(len(sel))]
+            ys = [r[f"{peer}_gflops"] or 0.0 for r in sel]
+            ax.bar(xs, ys, width, label=peer, color=colors[peer])
+        ax.scatter(range(len(sel)), [r["sgemm_gflops"] or 0.0 for r in sel], marker="_",
+                   s=400, color="black", label="dnnl_sgemm", zorder=3)
+        ax.set_xticks(range(len(sel)))
+        ax.set_xticklabels(labels, fontsize=8)
+        ax.set_ylabel("GFLOP/s (useful GEMM FLOPs)")
+        ax.set_title(f"{mode}")
+        ax.legend(fontsize=8)
+    fig.suptitle(title, fontsize=10)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
