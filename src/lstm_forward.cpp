@@ -32,12 +32,16 @@ namespace {
 // Per-direction scratch.
 template <class Acc>
 struct DirectionWorkspace {
-  Workspace<Acc> gates, w_ih_t, w_hh_t, bias, bias_tmp, h_state, c_state;
+  // float: w_ih (4H, I_l), w_hh (4H, H) as stored (the GEMMs read them
+  // transposed, no strided transposing gather); double: w_ih^T, w_hh^T.
+  Workspace<Acc> gates, w_ih, w_hh, bias, bias_tmp, h_state, c_state;
   RecurrentProduct recurrent;  // float: w_hh^T packed for the per-step product
 };
 
 template <class Acc, class S>
 class ForwardDriver {
+  static constexpr bool kRowMajorWeights = std::is_same_v<Acc, float>;
+
  public:
   ForwardDriver(const LstmDims& d, const TensorView& input, const TensorList& hx,
                 const TensorList& params, const ForwardOutputs& out)
@@ -52,8 +56,8 @@ class ForwardDriver {
     for (int64_t k = 0; k < (parallel_ ? d.D : 1); ++k) {
       DirectionWorkspace<Acc>& w = dir_[k];
       w.gates.allocate("the gates (valid rows, 4H)", N * G);
-      w.w_ih_t.allocate("w_ih^T (input_size, 4H)", max_in * G);
-      w.w_hh_t.allocate("w_hh^T (H, 4H)", d.H * G);
+      w.w_ih.allocate("w_ih (4H, input_size)", max_in * G);
+      w.w_hh.allocate("w_hh (4H, H)", d.H * G);
       w.bias.allocate("the bias (4H)", G);
       w.bias_tmp.allocate("the bias (4H)", G);
       w.h_state.allocate("the hidden state (B, H)", d.B * d.H);
@@ -113,9 +117,15 @@ class ForwardDriver {
     const int64_t base = s * d_.params_per_slot;
     const TensorView& w_ih = params_[base];
     const TensorView& w_hh = params_[base + 1];
-    // Transposed: element (k, g) of w^T is w[g, k].
-    gather_matrix<Acc>(w_ih, 0, in_size, w_ih.stride(1), G, w_ih.stride(0), w.w_ih_t.data(), G);
-    gather_matrix<Acc>(w_hh, 0, d_.H, w_hh.stride(1), G, w_hh.stride(0), w.w_hh_t.data(), G);
+    if constexpr (kRowMajorWeights) {
+      gather_matrix<Acc>(w_ih, 0, G, w_ih.stride(0), in_size, w_ih.stride(1), w.w_ih.data(),
+                         in_size);
+      gather_matrix<Acc>(w_hh, 0, G, w_hh.stride(0), d_.H, w_hh.stride(1), w.w_hh.data(), d_.H);
+    } else {
+      // Transposed: element (k, g) of w^T is w[g, k].
+      gather_matrix<Acc>(w_ih, 0, in_size, w_ih.stride(1), G, w_ih.stride(0), w.w_ih.data(), G);
+      gather_matrix<Acc>(w_hh, 0, d_.H, w_hh.stride(1), G, w_hh.stride(0), w.w_hh.data(), G);
+    }
     Acc* bias = w.bias.data();
     if (d_.has_biases) {
       const TensorView& b_ih = params_[base + 2];
@@ -162,13 +172,18 @@ class ForwardDriver {
     const int64_t G = 4 * d_.H, H = d_.H, DH = d_.D * d_.H;
     const int64_t in_size = d_.slot_input_size[s];
     load_weights(s, w);
-    if constexpr (std::is_same_v<Acc, float>) w.recurrent.set_b(w.w_hh_t.data(), G);
+    if constexpr (kRowMajorWeights) w.recurrent.set_b_from_rows(w.w_hh.data(), H);
     load_state(s, w);
     if (d_.train && dir == 1 && d_.packed) fill_invalid(s, w);
 
     // (N, 4H) = (N, I_l) * (I_l, 4H): the input projection of every valid row.
-    gemm(Transpose::No, Transpose::No, d_.valid_rows(), G, in_size, Acc(1), x, in_size,
-         w.w_ih_t.data(), G, Acc(0), w.gates.data(), G);
+    if constexpr (kRowMajorWeights) {
+      gemm(Transpose::No, Transpose::Yes, d_.valid_rows(), G, in_size, Acc(1), x, in_size,
+           w.w_ih.data(), in_size, Acc(0), w.gates.data(), G);
+    } else {
+      gemm(Transpose::No, Transpose::No, d_.valid_rows(), G, in_size, Acc(1), x, in_size,
+           w.w_ih.data(), G, Acc(0), w.gates.data(), G);
+    }
     for (int64_t n = 0; n < d_.T; ++n) {
       const int64_t t = dir == 0 ? n : d_.T - 1 - n;
       const int64_t rows = d_.step_batch[t];
@@ -179,7 +194,7 @@ class ForwardDriver {
         w.recurrent.accumulate(rows, w.h_state.data(), H, gates, G);
       } else {
         gemm(Transpose::No, Transpose::No, rows, G, H, Acc(1), w.h_state.data(), H,
-             w.w_hh_t.data(), G, Acc(1), gates, G);
+             w.w_hh.data(), G, Acc(1), gates, G);
       }
       const StepSaved<S> saved = d_.train ? saved_at(s, t) : StepSaved<S>{};
       lstm_cell_forward<Acc, S>(rows, H, gates, w.bias.data(), w.c_state.data(),

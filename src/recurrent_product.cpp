@@ -3,13 +3,111 @@
 
 #include "gemm.h"
 #ifdef LSTMOP_HAVE_PACKED_RECURRENT_GEMM
+#include <immintrin.h>
+
 #include "kernels/recurrent_gemm.h"
+#include "lstm_cell_avx2.h"
 #endif
 
 namespace lstmop {
 namespace detail {
 
 #ifdef LSTMOP_HAVE_PACKED_RECURRENT_GEMM
+
+namespace {
+
+#define LSTMOP_TARGET_AVX2 __attribute__((target("avx2,fma")))
+
+constexpr int64_t kPanel = kernels::kPanelWidth;  // 16 columns = 2 ymm
+static_assert(kPanel == 16, "the AVX2 tiles below hold a panel in two ymm registers");
+
+// Lanes k < valid (0..8) set.
+LSTMOP_TARGET_AVX2 inline __m256i lanes(int64_t valid) {
+  const int v = valid < 0 ? 0 : valid > 8 ? 8 : static_cast<int>(valid);
+  return _mm256_cmpgt_epi32(_mm256_set1_epi32(v), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+}
+
+// R rows x one panel (cols <= 16 valid columns of C). recurrent_gemm.h's
+// numerics: c = fma(a[kk], b[kk], c) for kk = 0..k-1 from C's value, the same
+// bits as its scalar and vector bodies. 2R <= 12 accumulators in registers
+// (GCC keeps the unrolled arrays in ymm0-15; checked with objdump).
+template <int R>
+LSTMOP_TARGET_AVX2 void tile_rows(int64_t k, const float* a, int64_t lda, const float* panel,
+                                  float* c, int64_t ldc, int64_t cols) {
+  const __m256i m0 = lanes(cols), m1 = lanes(cols - 8);
+  __m256 lo[R], hi[R];
+#pragma GCC unroll 8
+  for (int r = 0; r < R; ++r) {
+    lo[r] = _mm256_maskload_ps(c + r * ldc, m0);
+    hi[r] = _mm256_maskload_ps(c + r * ldc + 8, m1);
+  }
+  for (int64_t kk = 0; kk < k; ++kk) {
+    const __m256 b0 = _mm256_loadu_ps(panel + kk * kPanel);
+    const __m256 b1 = _mm256_loadu_ps(panel + kk * kPanel + 8);
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r) {
+      const __m256 av = _mm256_broadcast_ss(a + r * lda + kk);
+      lo[r] = _mm256_fmadd_ps(av, b0, lo[r]);
+      hi[r] = _mm256_fmadd_ps(av, b1, hi[r]);
+    }
+  }
+#pragma GCC unroll 8
+  for (int r = 0; r < R; ++r) {
+    _mm256_maskstore_ps(c + r * ldc, m0, lo[r]);
+    _mm256_maskstore_ps(c + r * ldc + 8, m1, hi[r]);
+  }
+}
+
+// One row x four full panels (64 columns): 8 independent fma chains, enough
+// to hide the fma latency when the batch is 1.
+LSTMOP_TARGET_AVX2 void tile_row_4_panels(int64_t k, const float* a, const float* panels,
+                                          int64_t panel_stride, float* c) {
+  __m256 acc[8];
+#pragma GCC unroll 8
+  for (int v = 0; v < 8; ++v) acc[v] = _mm256_loadu_ps(c + 8 * v);
+  for (int64_t kk = 0; kk < k; ++kk) {
+    const __m256 av = _mm256_broadcast_ss(a + kk);
+#pragma GCC unroll 8
+    for (int v = 0; v < 8; ++v) {
+      const __m256 b = _mm256_loadu_ps(panels + (v / 2) * panel_stride + kk * kPanel + (v % 2) * 8);
+      acc[v] = _mm256_fmadd_ps(av, b, acc[v]);
+    }
+  }
+#pragma GCC unroll 8
+  for (int v = 0; v < 8; ++v) _mm256_storeu_ps(c + 8 * v, acc[v]);
+}
+
+// Panels outside (a 16 * k panel stays in L1 while every row block uses it),
+// blocks of 6 rows inside; a single row runs four panels at a time.
+LSTMOP_TARGET_AVX2 void packed_accumulate_avx2(int64_t m, int64_t k, int64_t n, const float* a,
+                                               int64_t lda, const float* packed, float* c,
+                                               int64_t ldc) {
+  const int64_t panel_stride = kPanel * k;
+  int64_t j0 = 0;
+  if (m == 1) {
+    for (; j0 + 4 * kPanel <= n; j0 += 4 * kPanel) {
+      tile_row_4_panels(k, a, packed + j0 * k, panel_stride, c + j0);
+    }
+  }
+  for (; j0 < n; j0 += kPanel) {
+    const float* panel = packed + j0 * k;
+    const int64_t cols = n - j0 < kPanel ? n - j0 : kPanel;
+    int64_t r = 0;
+    for (; r + 6 <= m; r += 6) tile_rows<6>(k, a + r * lda, lda, panel, c + r * ldc + j0, ldc, cols);
+    const float* ar = a + r * lda;
+    float* cr = c + r * ldc + j0;
+    switch (m - r) {
+      case 5: tile_rows<5>(k, ar, lda, panel, cr, ldc, cols); break;
+      case 4: tile_rows<4>(k, ar, lda, panel, cr, ldc, cols); break;
+      case 3: tile_rows<3>(k, ar, lda, panel, cr, ldc, cols); break;
+      case 2: tile_rows<2>(k, ar, lda, panel, cr, ldc, cols); break;
+      case 1: tile_rows<1>(k, ar, lda, panel, cr, ldc, cols); break;
+      default: break;
+    }
+  }
+}
+
+}  // namespace
 
 void RecurrentProduct::allocate(int64_t k, int64_t n) {
   k_ = k;
@@ -32,8 +130,17 @@ void RecurrentProduct::set_b(const float* b, int64_t ldb) {
   }
 }
 
+void RecurrentProduct::set_b_from_rows(const float* w, int64_t ldw) {
+  kernels::pack_b_from_rows(w, ldw, k_, n_, nullptr, packed_.data());
+}
+
 void RecurrentProduct::accumulate(int64_t m, const float* a, int64_t lda, float* c,
                                   int64_t ldc) const {
+  if (m <= 0) return;
+  if (cpu_has_avx2_fma()) {
+    packed_accumulate_avx2(m, k_, n_, a, lda, packed_.data(), c, ldc);
+    return;
+  }
   static const kernels::Isa isa = kernels::best_isa();
   kernels::gemm_packed_accumulate(isa, m, k_, a, lda, packed_.data(), 0, n_, c, ldc);
 }
@@ -48,11 +155,18 @@ void RecurrentProduct::allocate(int64_t k, int64_t n) {
 void RecurrentProduct::set_b(const float* b, int64_t ldb) {
   b_ = b;
   ldb_ = ldb;
+  b_is_rows_ = false;
+}
+
+void RecurrentProduct::set_b_from_rows(const float* w, int64_t ldw) {
+  b_ = w;
+  ldb_ = ldw;
+  b_is_rows_ = true;
 }
 
 void RecurrentProduct::accumulate(int64_t m, const float* a, int64_t lda, float* c,
                                   int64_t ldc) const {
-  gemm(Transpose::No, Transpose::No, m, n_, k_, 1.0f, a, lda, b_, ldb_, 1.0f, c, ldc);
+  gemm(Transpose::No, b_is_rows_ ? Transpose::Yes : Transpose::No, m, n_, k_, 1.0f, a, lda, b_, ldb_, 1.0f, c, ldc);
 }
 
 #endif

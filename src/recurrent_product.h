@@ -31,6 +31,8 @@ class RecurrentProduct {
   // Packs B (k, n), row stride ldb. b must stay valid only during the call
   // when the packed kernel is available; else it is used by accumulate().
   void set_b(const float* b, int64_t ldb);
+  // Packs B = W^T from W (n, k), row stride ldw (the PyTorch weight layout).
+  void set_b_from_rows(const float* w, int64_t ldw);
   // C (m, n) += A (m, k) * B; lda, ldc row strides.
   void accumulate(int64_t m, const float* a, int64_t lda, float* c, int64_t ldc) const;
 
@@ -39,6 +41,7 @@ class RecurrentProduct {
   Workspace<float> packed_;
   const float* b_ = nullptr;
   int64_t ldb_ = 0;
+  bool b_is_rows_ = false;
 };
 
 }  // namespace detail
