@@ -34,6 +34,11 @@ namespace {
 enum SavedIndex { kI, kJ, kF, kO, kTanhc, kCPrev, kSavedCount };
 
 template <class Acc>
+constexpr DType dtype_of() {
+  return std::is_same_v<Acc, float> ? DType::Float32 : DType::Float64;
+}
+
+template <class Acc>
 struct DirectionWorkspace {
   Workspace<Acc> d_gates, w_ih, w_hh, h_prev, dh_state, dc_state, dw_ih, dw_hh, db;
   Workspace<Acc> step[kSavedCount];  // one step's i, j, f, o, tanhc, c_prev (B, H)
@@ -190,11 +195,23 @@ class BackwardDriver {
       const int64_t t = dir == 0 ? d_.T - 1 - n : n;
       const int64_t rows = d_.step_batch[t];
       const int64_t off = d_.step_offset[t];
-      for (int k = 0; k < kCPrev; ++k) load_saved_rows(*saved_views[k], s, t, 0, rows, H, step[k]);
+      // A saved tensor already in the compute type with rows of H contiguous
+      // floats is read in place; any other is converted into the step buffer.
+      const Acc* in[kSavedCount];
+      for (int k = 0; k < kCPrev; ++k) {
+        const TensorView& v = *saved_views[k];
+        if (v.dtype == dtype_of<Acc>() && v.stride(3) == 1 && v.stride(2) == H) {
+          in[k] = static_cast<const Acc*>(v.data) + s * v.stride(0) + t * v.stride(1);
+        } else {
+          load_saved_rows(v, s, t, 0, rows, H, step[k]);
+          in[k] = step[k];
+        }
+      }
       load_previous(*g_.c, c0, s, dir, t, step[kCPrev]);
+      in[kCPrev] = step[kCPrev];
       Acc* d_gates = own.d_gates.data() + off * G;
-      lstm_cell_backward<Acc>(rows, H, step[kI], step[kJ], step[kF], step[kO], step[kTanhc],
-                              step[kCPrev], d_out_.data() + off * DH + dir * H, DH,
+      lstm_cell_backward<Acc>(rows, H, in[kI], in[kJ], in[kF], in[kO], in[kTanhc],
+                              in[kCPrev], d_out_.data() + off * DH + dir * H, DH,
                               w.dh_state.data(), w.dc_state.data(), d_gates);
       // (rows, H) = (rows, 4H) * (4H, H)
       if constexpr (std::is_same_v<Acc, float>) {
