@@ -5,11 +5,12 @@
 // variable-length input is never computed. Per call:
 //   1. gather the input into x (N, I) in the compute type;
 //   2. per layer and direction (directions possibly on two threads):
-//      gather the slot's weights transposed, w_ih^T (I_l, 4H), w_hh^T (H, 4H),
-//      and bias = b_ih + b_hh (4H); set the state from hx;
+//      gather the slot's weights, w_ih (4H, I_l), w_hh (4H, H) (float: as
+//      stored, w_hh then packed once for the step product; double:
+//      transposed), and bias = b_ih + b_hh (4H); set the state from hx;
 //      gates (N, 4H) = x_l * w_ih^T             (one GEMM for all steps)
 //      per step t (forward 0..T-1, reverse T-1..0), rows n = step_batch[t]:
-//        gates[t] += h_state[:n] * w_hh^T        (recurrent GEMM)
+//        gates[t] += h_state[:n] * w_hh^T        (recurrent_product.h)
 //        lstm_cell_forward                        (activations, c/h update,
 //                                                  saved tensors, layer output)
 //      hy, cy <- state; saved tensors at positions past each sequence's end;
