@@ -159,7 +159,11 @@ def train(cfg, model, corpus, rank=0, world_size=1, log=True):
 
 def describe(cfg, corpus, model, world_size):
     params = sum(p.numel() for p in model.parameters())
-    path = pathlib.Path(cfg.text)
+    path = pathlib.Path(cfg.text).resolve()
+    try:
+        path = path.relative_to(pathlib.Path.cwd())  # data/persuasion.txt from the repository
+    except ValueError:
+        pass
     train_chars = corpus.characters(corpus.train)
     say(f"text: {path} ({path.stat().st_size / 1024:.0f} KiB), vocabulary {len(corpus.vocab)}"
         f" characters, {len(corpus.train)} training lines ({train_chars:,} characters), "
