@@ -339,7 +339,10 @@ void section_cell() {
   const Isa isa = best_isa();
   for (const Shape& s : shapes) {
     const int64_t m = s.m, h = s.h, n = 4 * h;
+    // h_prev tiny: every timed call adds its product into the same gates, which must stay in
+    // the range a real step sees ([-1, 1] here), else exp/tanh run on huge arguments.
     std::vector<float> hp = random_floats(m * h, 9), w = random_floats(n * h, 10), gates = random_floats(m * n, 11);
+    for (float& v : hp) v *= 1e-7f;
     std::vector<float> wt(static_cast<std::size_t>(h * n));
     for (int64_t j = 0; j < n; ++j)
       for (int64_t kk = 0; kk < h; ++kk) wt[static_cast<std::size_t>(kk * n + j)] = w[static_cast<std::size_t>(j * h + kk)];
