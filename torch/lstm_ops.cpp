@@ -61,6 +61,11 @@ std::string torch_dtype_name(at::ScalarType type) {
     case at::kChar: return "torch.int8";
     case at::kByte: return "torch.uint8";
     case at::kBool: return "torch.bool";
+    case at::kComplexFloat: return "torch.complex64";
+    case at::kComplexDouble: return "torch.complex128";
+    case at::kQInt8: return "torch.qint8";
+    case at::kQUInt8: return "torch.quint8";
+    case at::kQInt32: return "torch.qint32";
     default: return std::string("torch.") + c10::toString(type);
   }
 }

@@ -31,6 +31,29 @@ def _pad_rows(data, valid_rows, total_rows):
     return padded.index_copy(0, valid_rows, data)
 
 
+def _check_packed_batch_sizes(batch_sizes, rows):
+    """A PackedSequence's batch_sizes must describe its data before the padded layout is built:
+    1-D int64, non-empty, entries in [1, batch_sizes[0]], non-increasing, summing to rows."""
+    if batch_sizes.dtype != torch.int64:
+        raise ValueError(f"batch_sizes must have dtype torch.int64, got {batch_sizes.dtype}")
+    if batch_sizes.dim() != 1:
+        raise ValueError(f"batch_sizes must be 1-D, got {batch_sizes.dim()}-D "
+                         f"{list(batch_sizes.shape)}")
+    if batch_sizes.numel() == 0:
+        raise ValueError("batch_sizes must have at least one entry, got an empty tensor")
+    values = batch_sizes.tolist()
+    batch = values[0]
+    for t, size in enumerate(values):
+        if size < 1 or size > max(batch, 1):
+            raise ValueError(f"batch_sizes[{t}] must be in [1, {max(batch, 1)}], got {size}")
+        if t > 0 and size > values[t - 1]:
+            raise ValueError(f"batch_sizes must be non-increasing, got batch_sizes[{t - 1}] = "
+                             f"{values[t - 1]} < batch_sizes[{t}] = {size}")
+    if sum(values) != rows:
+        raise ValueError(f"batch_sizes sums to {sum(values)} but the PackedSequence's data has "
+                         f"{rows} rows")
+
+
 class LSTM(torch.nn.LSTM):
     def __init__(self, input_size, hidden_size, num_layers=1, bias=True, batch_first=False,
                  dropout=0.0, bidirectional=False, proj_size=0, device=None, dtype=None):
@@ -38,11 +61,18 @@ class LSTM(torch.nn.LSTM):
             raise NotImplementedError(
                 "lstmop.nn.LSTM does not implement proj_size > 0 (LSTM with projections), "
                 f"got proj_size={proj_size}; use torch.nn.LSTM for a projected LSTM")
+        # torch.nn.LSTM's own constructor fails with an IndexError for these.
+        if isinstance(num_layers, bool) or not isinstance(num_layers, int) or num_layers < 1:
+            raise ValueError(f"num_layers must be an integer >= 1, got {num_layers!r}")
         super().__init__(input_size, hidden_size, num_layers=num_layers, bias=bias,
                          batch_first=batch_first, dropout=dropout, bidirectional=bidirectional,
                          proj_size=proj_size, device=device, dtype=dtype)
 
     def forward(self, input, hx=None):
+        if hx is not None:
+            if not isinstance(hx, (tuple, list)) or len(hx) != 2:
+                count = len(hx) if isinstance(hx, (tuple, list)) else type(hx).__name__
+                raise ValueError(f"hx must be a tuple (h_0, c_0) of 2 tensors, got {count}")
         if isinstance(input, PackedSequence):
             return self._forward_packed(input, hx)
         return self._forward_tensor(input, hx)
@@ -80,6 +110,7 @@ class LSTM(torch.nn.LSTM):
 
     def _forward_packed(self, packed, hx):
         data, batch_sizes, sorted_indices, unsorted_indices = packed
+        _check_packed_batch_sizes(batch_sizes, data.size(0) if data.dim() > 0 else 0)
         batch = int(batch_sizes[0])
         if hx is not None:
             # Row b of hx belongs to sequence b as the caller numbers them; the op sees them in
