@@ -78,7 +78,7 @@ if [[ " $steps " == *" fuzz "* ]]; then
   mkdir -p build-hard-fuzz/artifacts
   build-hard-fuzz/fuzz/lstmop_fuzz -max_total_time="$fuzz_seconds" -timeout=20 \
     -rss_limit_mb=4096 -print_final_stats=1 -artifact_prefix=build-hard-fuzz/artifacts/ \
-    build-hard-fuzz/corpus-work 2>&1 | tee build-hard-fuzz/fuzz.log | grep -E "^#[0-9]+ +(INITED|DONE)|^stat::|ERROR|lstmop_fuzz:" || true
+    build-hard-fuzz/corpus-work 2>&1 | tee build-hard-fuzz/fuzz.log | grep -E "^#[0-9]+[[:space:]]+(INITED|DONE)|^stat::|ERROR|lstmop_fuzz:" || true
   # libFuzzer exits non-zero on a finding; pipefail is off for the grep above, so check here.
   if ! grep -q "^Done [0-9]* runs in" build-hard-fuzz/fuzz.log || ls build-hard-fuzz/artifacts/* >/dev/null 2>&1; then
     echo "hardening: the fuzzer found a problem (build-hard-fuzz/fuzz.log, build-hard-fuzz/artifacts/)"
