@@ -300,6 +300,18 @@ def test_expanded_batch_sizes_of_2_to_40_entries():
     expect_error(lambda: forward(a), ["input", f"T = {t}"], seconds=2.0)
 
 
+def test_expanded_input_longer_than_memory_holds():
+    # Within the core's absolute bound but beyond this machine: the float32 output alone would
+    # be twice the RAM. Refused by validation (ValueError naming input), before the binding
+    # allocates anything.
+    import os
+    ram = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    t = 1 << math.ceil(math.log2(2 * ram / 4))
+    a = huge_args(torch.zeros(1, 1, 1).expand(t, 1, 1))
+    err = expect_error(lambda: forward(a), ["input", f"T = {t}"], seconds=2.0)
+    assert isinstance(err, ValueError)
+
+
 def test_element_count_overflowing_int64_is_refused():
     # torch itself refuses to describe such a tensor; whoever refuses, it is an error.
     expect_error(lambda: forward(huge_args(
