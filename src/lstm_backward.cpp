@@ -53,26 +53,27 @@ class BackwardDriver {
       : d_(d), g_(g), input_(input), hx_(hx), params_(params), out_(out) {
     const int64_t N = d.valid_rows(), G = 4 * d.H, DH = d.D * d.H;
     const int64_t max_in = std::max(d.I, DH);
-    x_.allocate("a layer's input (valid rows, input_size)", N * max_in);
-    d_out_.allocate("the gradient of a layer's output (valid rows, D*H)", N * max_in);
-    d_in_.allocate("the gradient of a layer's input (valid rows, input_size)", N * max_in);
+    arena_.add(x_, "a layer's input (valid rows, input_size)", N * max_in);
+    arena_.add(d_out_, "the gradient of a layer's output (valid rows, D*H)", N * max_in);
+    arena_.add(d_in_, "the gradient of a layer's input (valid rows, input_size)", N * max_in);
     parallel_ = get_num_threads() >= 2 && d.D == 2;
     for (int64_t k = 0; k < d.D; ++k) {
       DirectionWorkspace<Acc>& w = dir_[k];
       // d_gates and w_ih of both directions meet in the d_in GEMMs.
-      w.d_gates.allocate("the gate gradients (valid rows, 4H)", N * G);
-      w.w_ih.allocate("w_ih (4H, input_size)", G * max_in);
+      arena_.add(w.d_gates, "the gate gradients (valid rows, 4H)", N * G);
+      arena_.add(w.w_ih, "w_ih (4H, input_size)", G * max_in);
       if (k > 0 && !parallel_) continue;
-      w.w_hh.allocate("w_hh (4H, H)", G * d.H);
-      if constexpr (std::is_same_v<Acc, float>) w.recurrent.allocate(G, d.H);
-      w.h_prev.allocate("the previous hidden states (valid rows, H)", N * d.H);
-      w.dh_state.allocate("dh (B, H)", d.B * d.H);
-      w.dc_state.allocate("dc (B, H)", d.B * d.H);
-      w.dw_ih.allocate("dw_ih (4H, input_size)", G * max_in);
-      w.dw_hh.allocate("dw_hh (4H, H)", G * d.H);
-      w.db.allocate("db (4H)", G);
-      for (Workspace<Acc>& b : w.step) b.allocate("one step's saved tensors (B, H)", d.B * d.H);
+      arena_.add(w.w_hh, "w_hh (4H, H)", G * d.H);
+      if constexpr (std::is_same_v<Acc, float>) w.recurrent.allocate(arena_, G, d.H);
+      arena_.add(w.h_prev, "the previous hidden states (valid rows, H)", N * d.H);
+      arena_.add(w.dh_state, "dh (B, H)", d.B * d.H);
+      arena_.add(w.dc_state, "dc (B, H)", d.B * d.H);
+      arena_.add(w.dw_ih, "dw_ih (4H, input_size)", G * max_in);
+      arena_.add(w.dw_hh, "dw_hh (4H, H)", G * d.H);
+      arena_.add(w.db, "db (4H)", G);
+      for (Workspace<Acc>& b : w.step) arena_.add(b, "one step's saved tensors (B, H)", d.B * d.H);
     }
+    arena_.commit();
   }
 
   void run() {
@@ -267,6 +268,7 @@ class BackwardDriver {
   const TensorList& params_;
   const BackwardOutputs& out_;
   bool parallel_ = false;
+  WorkspaceArena arena_;
   Workspace<Acc> x_, d_out_, d_in_;
   DirectionWorkspace<Acc> dir_[2];
 };

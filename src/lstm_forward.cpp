@@ -49,22 +49,23 @@ class ForwardDriver {
       : d_(d), input_(input), hx_(hx), params_(params), out_(out) {
     const int64_t N = d.valid_rows(), G = 4 * d.H, DH = d.D * d.H;
     const int64_t max_in = std::max(d.I, DH);
-    x0_.allocate("the input (valid rows, input_size)", N * d.I);
+    arena_.add(x0_, "the input (valid rows, input_size)", N * d.I);
     for (int64_t k = 0; k < std::min<int64_t>(d.L, 2); ++k) {
-      y_[k].allocate("a layer's output (valid rows, D*H)", N * DH);
+      arena_.add(y_[k], "a layer's output (valid rows, D*H)", N * DH);
     }
     parallel_ = get_num_threads() >= 2 && d.D == 2;
     for (int64_t k = 0; k < (parallel_ ? d.D : 1); ++k) {
       DirectionWorkspace<Acc>& w = dir_[k];
-      w.gates.allocate("the gates (valid rows, 4H)", N * G);
-      w.w_ih.allocate("w_ih (4H, input_size)", max_in * G);
-      w.w_hh.allocate("w_hh (4H, H)", d.H * G);
-      w.bias.allocate("the bias (4H)", G);
-      w.bias_tmp.allocate("the bias (4H)", G);
-      w.h_state.allocate("the hidden state (B, H)", d.B * d.H);
-      w.c_state.allocate("the cell state (B, H)", d.B * d.H);
-      if constexpr (std::is_same_v<Acc, float>) w.recurrent.allocate(d.H, G);
+      arena_.add(w.gates, "the gates (valid rows, 4H)", N * G);
+      arena_.add(w.w_ih, "w_ih (4H, input_size)", max_in * G);
+      arena_.add(w.w_hh, "w_hh (4H, H)", d.H * G);
+      arena_.add(w.bias, "the bias (4H)", G);
+      arena_.add(w.bias_tmp, "the bias (4H)", G);
+      arena_.add(w.h_state, "the hidden state (B, H)", d.B * d.H);
+      arena_.add(w.c_state, "the cell state (B, H)", d.B * d.H);
+      if constexpr (std::is_same_v<Acc, float>) w.recurrent.allocate(arena_, d.H, G);
     }
+    arena_.commit();
   }
 
   void run() {
@@ -230,6 +231,7 @@ class ForwardDriver {
   const TensorList& params_;
   const ForwardOutputs& out_;
   bool parallel_ = false;
+  WorkspaceArena arena_;
   Workspace<Acc> x0_;
   Workspace<Acc> y_[2];
   DirectionWorkspace<Acc> dir_[2];

@@ -109,10 +109,10 @@ LSTMOP_TARGET_AVX2 void packed_accumulate_avx2(int64_t m, int64_t k, int64_t n, 
 
 }  // namespace
 
-void RecurrentProduct::allocate(int64_t k, int64_t n) {
+void RecurrentProduct::allocate(WorkspaceArena& arena, int64_t k, int64_t n) {
   k_ = k;
   n_ = n;
-  packed_.allocate("the packed recurrent weight", kernels::packed_b_size(k, n));
+  arena.add(packed_, "the packed recurrent weight", kernels::packed_b_size(k, n));
 }
 
 void RecurrentProduct::set_b(const float* b, int64_t ldb) {
@@ -147,7 +147,7 @@ void RecurrentProduct::accumulate(int64_t m, const float* a, int64_t lda, float*
 
 #else
 
-void RecurrentProduct::allocate(int64_t k, int64_t n) {
+void RecurrentProduct::allocate(WorkspaceArena&, int64_t k, int64_t n) {
   k_ = k;
   n_ = n;
 }

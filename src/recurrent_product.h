@@ -26,8 +26,9 @@ namespace detail {
 
 class RecurrentProduct {
  public:
-  // Sizes the packed buffer for a (k, n) B; before any output is written.
-  void allocate(int64_t k, int64_t n);
+  // Declares the packed buffer for a (k, n) B in the call's arena (before it
+  // commits).
+  void allocate(WorkspaceArena& arena, int64_t k, int64_t n);
   // Packs B (k, n), row stride ldb. b must stay valid only during the call
   // when the packed kernel is available; else it is used by accumulate().
   void set_b(const float* b, int64_t ldb);

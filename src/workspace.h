@@ -1,49 +1,77 @@
-// Internal: a contiguous, cache-line aligned scratch buffer for the drivers.
-// All of a call's buffers are allocated before any output is written, so an
+// Internal: the drivers' scratch memory.
+//
+// A driver declares every buffer it needs in its constructor (add), then
+// commits once: all of them become cache-line aligned parts of one block.
+// The block comes from, and goes back to, a one-block cache of the calling
+// thread, so a training loop that calls the same shapes again and again
+// touches fresh pages (and pays their page faults) only on its first call.
+// The cache holds the largest block a thread has used since it last
+// released the cache (lstmop::release_workspace_cache, lstm.h); a block that
+// is too small for a call is freed before the larger one is allocated, so a
+// call's peak is never its own workspace plus a stale one.
+//
+// All of a call's scratch is allocated before any output is written, so an
 // allocation failure (an lstmop::Error naming `input`, whose sizes set the
 // workspace) leaves the caller's outputs untouched.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
-#include <memory>
-#include <new>
-#include <string>
-
-#include "lstmop/error.h"
+#include <vector>
 
 namespace lstmop {
 namespace detail {
 
+// A typed part of a WorkspaceArena's block: a non-owning pointer, null until
+// the arena commits.
 template <class T>
 class Workspace {
  public:
-  Workspace() = default;
-  Workspace(const char* what, int64_t count) { allocate(what, count); }
-
-  void allocate(const char* what, int64_t count) {
-    const int64_t n = count > 0 ? count : 1;
-    int64_t bytes = 0;
-    void* p = nullptr;
-    if (!__builtin_mul_overflow(n, static_cast<int64_t>(sizeof(T)), &bytes)) {
-      p = ::operator new[](static_cast<std::size_t>(bytes), std::align_val_t(kAlignment),
-                           std::nothrow);
-    }
-    if (p == nullptr) {
-      throw Error("input", "input is too large: allocating the workspace for " +
-                               std::string(what) + " (" + std::to_string(count) +
-                               " elements) failed");
-    }
-    data_.reset(static_cast<T*>(p));
-  }
-  T* data() const { return data_.get(); }
+  T* data() const { return data_; }
 
  private:
-  static constexpr std::size_t kAlignment = 64;
-  struct Delete {
-    void operator()(T* p) const { ::operator delete[](p, std::align_val_t(kAlignment)); }
-  };
-  std::unique_ptr<T, Delete> data_;
+  friend class WorkspaceArena;
+  T* data_ = nullptr;
 };
+
+class WorkspaceArena {
+ public:
+  WorkspaceArena() = default;
+  WorkspaceArena(const WorkspaceArena&) = delete;
+  WorkspaceArena& operator=(const WorkspaceArena&) = delete;
+  ~WorkspaceArena();
+
+  // Declares `count` elements (at least one) for w; `what` names the buffer
+  // in the error should the block not be had.
+  template <class T>
+  void add(Workspace<T>& w, const char* what, int64_t count) {
+    add_part(reinterpret_cast<void**>(&w.data_), what, count, sizeof(T));
+  }
+
+  // Allocates (or reuses) the block and points every declared part into it.
+  void commit();
+
+  std::size_t bytes() const { return total_; }
+
+ private:
+  struct Part {
+    void** slot;
+    const char* what;
+    int64_t count;
+    std::size_t offset;
+  };
+  void add_part(void** slot, const char* what, int64_t count, std::size_t element_size);
+
+  std::vector<Part> parts_;
+  std::size_t total_ = 0;
+  void* block_ = nullptr;
+  std::size_t block_bytes_ = 0;
+};
+
+// Frees the calling thread's cached block (lstm.h: release_workspace_cache).
+void release_thread_workspace_cache();
+// Bytes the calling thread's cache holds (tests).
+std::size_t thread_workspace_cache_bytes();
 
 }  // namespace detail
 }  // namespace lstmop

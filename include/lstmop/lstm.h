@@ -129,4 +129,14 @@ BackwardResult lstm_backward(const TensorView& grad_y, const TensorView& grad_hy
 void set_num_threads(int num_threads);
 int get_num_threads();
 
+// ---------------------------------------------------------------------------
+// Scratch memory
+// ---------------------------------------------------------------------------
+
+// The production operators keep their scratch block (one per calling thread,
+// the largest any call on that thread has needed; freed when the thread
+// ends), so repeated calls do not fault fresh pages in. This frees the
+// calling thread's block now; the next call allocates a new one.
+void release_workspace_cache();
+
 }  // namespace lstmop

@@ -1,6 +1,7 @@
 // Determinism (contract, "Guarantees"): identical inputs give bitwise
 // identical results run after run and whatever the number of threads, for the
 // forward and the backward; set_num_threads rejects counts below 1.
+#include <limits>
 #include <random>
 
 #include "lstm_test_support.h"
@@ -92,6 +93,45 @@ TEST_F(Determinism, ThreadCountDoesNotChangeBits) {
       lstmop::set_num_threads(threads);
       ASSERT_EQ(lstmop::get_num_threads(), threads);
       expect_bitwise_same(run_all(p, g), one, c.train);
+    }
+  }
+}
+
+// The scratch block a thread keeps between calls (lstm.h,
+// release_workspace_cache) holds whatever the previous call left: a call of
+// other sizes whose inputs are all NaN, one larger and one smaller, before
+// the same problem must not change a bit of its results, on 1 and 2 threads.
+TEST_F(Determinism, ReusedScratchDoesNotChangeBits) {
+  uint64_t seed = 700;
+  for (const LstmConfig& c : configs()) {
+    SCOPED_TRACE(c.name());
+    const LstmProblem p = make_problem(c, ++seed);
+    const LstmGrads g = make_grads(p, ++seed);
+    for (int threads : {1, 2}) {
+      SCOPED_TRACE("threads " + std::to_string(threads));
+      lstmop::set_num_threads(threads);
+      lstmop::release_workspace_cache();
+      const AllResults fresh = run_all(p, g);
+      for (int64_t scale : {2, 1}) {
+        LstmConfig other = c;
+        other.T = c.T * scale + 1;
+        other.B = c.B * scale;
+        other.H = c.H + 8 * scale;
+        other.train = true;
+        if (other.packed) other.lengths.assign(other.B, other.T);
+        LstmProblem poison = make_problem(other, ++seed);
+        for_each_offset(poison.input, [&](int64_t o) {
+          store(poison.input, o, std::numeric_limits<double>::quiet_NaN());
+        });
+        LstmGrads poison_grads = make_grads(poison, ++seed);
+        for_each_offset(poison_grads.grad_y, [&](int64_t o) {
+          store(poison_grads.grad_y, o, std::numeric_limits<double>::quiet_NaN());
+        });
+        run_all(poison, poison_grads);
+        expect_bitwise_same(run_all(p, g), fresh, c.train);
+      }
+      lstmop::release_workspace_cache();
+      expect_bitwise_same(run_all(p, g), fresh, c.train);
     }
   }
 }

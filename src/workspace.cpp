@@ -1,0 +1,105 @@
+// The drivers' scratch arena and its per-thread block cache (workspace.h).
+#include "workspace.h"
+
+#include <new>
+#include <string>
+
+#include "lstmop/error.h"
+#include "lstmop/lstm.h"
+
+namespace lstmop {
+namespace detail {
+namespace {
+
+constexpr std::size_t kAlignment = 64;
+
+void free_block(void* p) {
+  if (p != nullptr) ::operator delete[](p, std::align_val_t(kAlignment));
+}
+
+// The calling thread's cached block, freed when the thread ends.
+struct BlockCache {
+  void* block = nullptr;
+  std::size_t bytes = 0;
+  ~BlockCache() { free_block(block); }
+};
+
+BlockCache& thread_cache() {
+  thread_local BlockCache cache;
+  return cache;
+}
+
+[[noreturn]] void too_large(const std::string& what) {
+  throw Error("input", "input is too large: allocating the workspace for " + what + " failed");
+}
+
+}  // namespace
+
+void WorkspaceArena::add_part(void** slot, const char* what, int64_t count,
+                              std::size_t element_size) {
+  const int64_t n = count > 0 ? count : 1;
+  std::size_t bytes = 0, end = 0;
+  const std::size_t offset = (total_ + kAlignment - 1) / kAlignment * kAlignment;
+  if (__builtin_mul_overflow(static_cast<std::size_t>(n), element_size, &bytes) ||
+      __builtin_add_overflow(offset, bytes, &end) ||
+      end > static_cast<std::size_t>(INT64_MAX)) {
+    too_large(std::string(what) + " (" + std::to_string(count) + " elements)");
+  }
+  parts_.push_back(Part{slot, what, count, offset});
+  total_ = end;
+}
+
+void WorkspaceArena::commit() {
+  BlockCache& cache = thread_cache();
+  const std::size_t need = total_ > 0 ? total_ : 1;
+  if (cache.block != nullptr && cache.bytes >= need) {
+    block_ = cache.block;
+    block_bytes_ = cache.bytes;
+    cache.block = nullptr;
+    cache.bytes = 0;
+  } else {
+    // Too small for this call: freed first, so the call's peak is its own.
+    free_block(cache.block);
+    cache.block = nullptr;
+    cache.bytes = 0;
+    block_ = ::operator new[](need, std::align_val_t(kAlignment), std::nothrow);
+    if (block_ == nullptr) {
+      std::string largest = "scratch";
+      int64_t largest_count = 0;
+      for (const Part& p : parts_) {
+        if (p.count > largest_count) largest = p.what, largest_count = p.count;
+      }
+      too_large("this call (" + std::to_string(need) + " bytes; the largest part is " + largest +
+                ", " + std::to_string(largest_count) + " elements)");
+    }
+    block_bytes_ = need;
+  }
+  for (const Part& p : parts_) *p.slot = static_cast<unsigned char*>(block_) + p.offset;
+}
+
+WorkspaceArena::~WorkspaceArena() {
+  if (block_ == nullptr) return;
+  BlockCache& cache = thread_cache();
+  if (cache.block == nullptr || cache.bytes < block_bytes_) {
+    free_block(cache.block);
+    cache.block = block_;
+    cache.bytes = block_bytes_;
+  } else {
+    free_block(block_);
+  }
+}
+
+void release_thread_workspace_cache() {
+  BlockCache& cache = thread_cache();
+  free_block(cache.block);
+  cache.block = nullptr;
+  cache.bytes = 0;
+}
+
+std::size_t thread_workspace_cache_bytes() { return thread_cache().bytes; }
+
+}  // namespace detail
+
+void release_workspace_cache() { detail::release_thread_workspace_cache(); }
+
+}  // namespace lstmop
