@@ -5,14 +5,15 @@
 //   2. per layer, top to bottom: x_l (N, I_l) <- the input (layer 0) or the
 //      lower layer's saved h of both directions; then per direction
 //      (directions possibly on two threads):
-//        gather w_ih (4H, I_l), w_hh (4H, H); h_prev (N, H) <- the h each
+//        gather w_ih^T (I_l, 4H), w_hh (4H, H); h_prev (N, H) <- the h each
 //        row's step started from (saved h of the neighbouring step, or h0);
 //        dh, dc state (B, H) <- grad_hy, grad_cy;
 //        per step, in the reverse of the forward's order, rows n = step_batch[t]:
 //          lstm_cell_backward  -> d_gates[t] (n, 4H), dc_state
 //          dh_state[:n] = d_gates[t] * w_hh           (dh GEMM)
 //        dh0, dc0 <- state;
-//        dw_ih = d_gates^T x_l, dw_hh = d_gates^T h_prev  (one GEMM each)
+//        dw_ih = d_gates^T x_l, dw_hh = d_gates^T h_prev  (a GEMM each per
+//          chunk of 1024 rows, operands transposed first: the fast NT form)
 //        db_ih = db_hh = column sums of d_gates;
 //      d_in (N, I_l) = sum over directions of d_gates * w_ih (the next d_out);
 //   3. scatter layer 0's d_in into dx (0 in invalid rows).
@@ -25,6 +26,7 @@
 #include "lstm_driver.h"
 #include "recurrent_product.h"
 #include "threads.h"
+#include "transpose.h"
 #include "workspace.h"
 
 namespace lstmop {
@@ -32,6 +34,11 @@ namespace detail {
 namespace {
 
 enum SavedIndex { kI, kJ, kF, kO, kTanhc, kCPrev, kSavedCount };
+
+// Rows of d_gates per weight-gradient product: bounds the transposed copies
+// (4H x 1024 floats) while K stays large enough for full GEMM speed. Fixed,
+// so the sums' order never depends on the thread count.
+constexpr int64_t kWeightGradChunk = 1024;
 
 template <class Acc>
 constexpr DType dtype_of() {
@@ -41,6 +48,8 @@ constexpr DType dtype_of() {
 template <class Acc>
 struct DirectionWorkspace {
   Workspace<Acc> d_gates, w_ih, w_hh, h_prev, dh_state, dc_state, dw_ih, dw_hh, db;
+  // One chunk of rows of d_gates, x_l and h_prev, transposed (the dW products).
+  Workspace<Acc> d_gates_t, x_t, h_prev_t;
   Workspace<Acc> step[kSavedCount];  // one step's i, j, f, o, tanhc, c_prev (B, H)
   RecurrentProduct recurrent;         // float: w_hh (4H, H) packed for the dh product
 };
@@ -61,7 +70,7 @@ class BackwardDriver {
       DirectionWorkspace<Acc>& w = dir_[k];
       // d_gates and w_ih of both directions meet in the d_in GEMMs.
       arena_.add(w.d_gates, "the gate gradients (valid rows, 4H)", N * G);
-      arena_.add(w.w_ih, "w_ih (4H, input_size)", G * max_in);
+      arena_.add(w.w_ih, "w_ih^T (input_size, 4H)", G * max_in);
       if (k > 0 && !parallel_) continue;
       arena_.add(w.w_hh, "w_hh (4H, H)", G * d.H);
       if constexpr (std::is_same_v<Acc, float>) w.recurrent.allocate(arena_, G, d.H);
@@ -71,6 +80,12 @@ class BackwardDriver {
       arena_.add(w.dw_ih, "dw_ih (4H, input_size)", G * max_in);
       arena_.add(w.dw_hh, "dw_hh (4H, H)", G * d.H);
       arena_.add(w.db, "db (4H)", G);
+      const int64_t chunk = std::min(N, kWeightGradChunk);
+      arena_.add(w.d_gates_t, "a chunk of the gate gradients, transposed (4H, rows)", G * chunk);
+      arena_.add(w.x_t, "a chunk of a layer's input, transposed (input_size, rows)",
+                 max_in * chunk);
+      arena_.add(w.h_prev_t, "a chunk of the previous hidden states, transposed (H, rows)",
+                 d.H * chunk);
       for (Workspace<Acc>& b : w.step) arena_.add(b, "one step's saved tensors (B, H)", d.B * d.H);
     }
     arena_.commit();
@@ -87,10 +102,11 @@ class BackwardDriver {
       const int64_t in_size = d_.slot_input_size[l * d_.D];
       load_layer_input(l);
       run_tasks(d_.D, parallel_ ? d_.D : 1, [&](int64_t dir) { run_direction(l, dir); });
-      // d_in (N, I_l) = sum_d d_gates_d (N, 4H) * w_ih_d (4H, I_l), directions in order.
+      // d_in (N, I_l) = sum_d d_gates_d (N, 4H) * w_ih_d (4H, I_l), directions in
+      // order; w_ih_d is held transposed (the NT form is the faster one, transpose.h).
       for (int64_t dir = 0; dir < d_.D; ++dir) {
-        gemm(Transpose::No, Transpose::No, d_.valid_rows(), in_size, 4 * d_.H, Acc(1),
-             dir_[dir].d_gates.data(), 4 * d_.H, dir_[dir].w_ih.data(), in_size,
+        gemm(Transpose::No, Transpose::Yes, d_.valid_rows(), in_size, 4 * d_.H, Acc(1),
+             dir_[dir].d_gates.data(), 4 * d_.H, dir_[dir].w_ih.data(), 4 * d_.H,
              dir == 0 ? Acc(0) : Acc(1), d_in_.data(), in_size);
       }
       std::swap(d_in_, d_out_);  // d_out_ now holds the gradient of layer l-1's output
@@ -168,8 +184,8 @@ class BackwardDriver {
     const int64_t G = 4 * d_.H, in_size = d_.slot_input_size[s];
     const TensorView& w_ih = params_[s * d_.params_per_slot];
     const TensorView& w_hh = params_[s * d_.params_per_slot + 1];
-    gather_matrix<Acc>(w_ih, 0, G, w_ih.stride(0), in_size, w_ih.stride(1), wi.w_ih.data(),
-                       in_size);
+    // w_ih^T (in_size, 4H): element (k, g) is w_ih[g, k].
+    gather_matrix<Acc>(w_ih, 0, in_size, w_ih.stride(1), G, w_ih.stride(0), wi.w_ih.data(), G);
     gather_matrix<Acc>(w_hh, 0, G, w_hh.stride(0), d_.H, w_hh.stride(1), w.w_hh.data(), d_.H);
   }
 
@@ -226,11 +242,19 @@ class BackwardDriver {
     scatter_matrix<Acc>(w.dh_state.data(), H, d_.B, H, out_.dh0, s * d_.B * H, H, 1);
     scatter_matrix<Acc>(w.dc_state.data(), H, d_.B, H, out_.dc0, s * d_.B * H, H, 1);
 
-    // (4H, I_l) = (N, 4H)^T * (N, I_l);  (4H, H) = (N, 4H)^T * (N, H)
-    gemm(Transpose::Yes, Transpose::No, G, in_size, N, Acc(1), own.d_gates.data(), G, x_.data(),
-         in_size, Acc(0), w.dw_ih.data(), in_size);
-    gemm(Transpose::Yes, Transpose::No, G, H, N, Acc(1), own.d_gates.data(), G, w.h_prev.data(),
-         H, Acc(0), w.dw_hh.data(), H);
+    // (4H, I_l) = (N, 4H)^T * (N, I_l);  (4H, H) = (N, 4H)^T * (N, H), over chunks of
+    // kWeightGradChunk rows in order, each operand transposed first (transpose.h).
+    for (int64_t r0 = 0; r0 < N; r0 += kWeightGradChunk) {
+      const int64_t rows = std::min(kWeightGradChunk, N - r0);
+      const Acc beta = r0 == 0 ? Acc(0) : Acc(1);
+      transpose(rows, G, own.d_gates.data() + r0 * G, G, w.d_gates_t.data(), rows);
+      transpose(rows, in_size, x_.data() + r0 * in_size, in_size, w.x_t.data(), rows);
+      transpose(rows, H, w.h_prev.data() + r0 * H, H, w.h_prev_t.data(), rows);
+      gemm(Transpose::No, Transpose::Yes, G, in_size, rows, Acc(1), w.d_gates_t.data(), rows,
+           w.x_t.data(), rows, beta, w.dw_ih.data(), in_size);
+      gemm(Transpose::No, Transpose::Yes, G, H, rows, Acc(1), w.d_gates_t.data(), rows,
+           w.h_prev_t.data(), rows, beta, w.dw_hh.data(), H);
+    }
     const int64_t base = s * d_.params_per_slot;
     scatter_matrix<Acc>(w.dw_ih.data(), in_size, G, in_size, out_.dparams[base], 0, in_size, 1);
     scatter_matrix<Acc>(w.dw_hh.data(), H, G, H, out_.dparams[base + 1], 0, H, 1);

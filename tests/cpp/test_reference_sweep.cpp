@@ -149,5 +149,28 @@ TEST(ReferenceSweepLarger, Float32Bidirectional2LayersPacked) {
   }
 }
 
+// More valid rows than one weight-gradient chunk of the backward (1024 rows,
+// lstm_backward.cpp): the dW products run over two chunks, the second partial;
+// odd sizes leave remainders in the transposes' 8 x 8 blocks.
+TEST(ReferenceSweepLarger, MoreRowsThanOneWeightGradientChunk) {
+  for (DType dtype : {DType::Float32, DType::Float64}) {
+    for (bool packed : {false, true}) {
+      LstmConfig cfg;
+      cfg.dtype = dtype;
+      cfg.T = 150;
+      cfg.B = 12;
+      cfg.I = 11;
+      cfg.H = 13;
+      cfg.L = 2;
+      cfg.bidirectional = true;
+      cfg.packed = packed;
+      if (packed) {
+        for (int64_t b = 0; b < cfg.B; ++b) cfg.lengths.push_back(cfg.T - 3 * b);  // 1602 rows
+      }
+      compare_case(cfg, 123);
+    }
+  }
+}
+
 }  // namespace
 }  // namespace lstmtest

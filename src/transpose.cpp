@@ -1,0 +1,64 @@
+// float transpose (transpose.h): 8 x 8 blocks in AVX2 registers (unpack /
+// shuffle / permute), the generic tiled loop for edges and other CPUs.
+#include "transpose.h"
+
+#include <immintrin.h>
+
+namespace lstmop {
+namespace detail {
+namespace {
+
+#define LSTMOP_TARGET_AVX2 __attribute__((target("avx2,fma")))
+
+LSTMOP_TARGET_AVX2 inline void block_8x8(const float* src, int64_t lds, float* dst, int64_t ldd) {
+  __m256 r[8], t[8];
+  for (int k = 0; k < 8; ++k) r[k] = _mm256_loadu_ps(src + k * lds);
+  for (int k = 0; k < 4; ++k) {
+    t[2 * k] = _mm256_unpacklo_ps(r[2 * k], r[2 * k + 1]);
+    t[2 * k + 1] = _mm256_unpackhi_ps(r[2 * k], r[2 * k + 1]);
+  }
+  for (int k = 0; k < 2; ++k) {
+    r[4 * k + 0] = _mm256_shuffle_ps(t[4 * k + 0], t[4 * k + 2], _MM_SHUFFLE(1, 0, 1, 0));
+    r[4 * k + 1] = _mm256_shuffle_ps(t[4 * k + 0], t[4 * k + 2], _MM_SHUFFLE(3, 2, 3, 2));
+    r[4 * k + 2] = _mm256_shuffle_ps(t[4 * k + 1], t[4 * k + 3], _MM_SHUFFLE(1, 0, 1, 0));
+    r[4 * k + 3] = _mm256_shuffle_ps(t[4 * k + 1], t[4 * k + 3], _MM_SHUFFLE(3, 2, 3, 2));
+  }
+  for (int k = 0; k < 4; ++k) {
+    _mm256_storeu_ps(dst + k * ldd, _mm256_permute2f128_ps(r[k], r[k + 4], 0x20));
+    _mm256_storeu_ps(dst + (k + 4) * ldd, _mm256_permute2f128_ps(r[k], r[k + 4], 0x31));
+  }
+}
+
+LSTMOP_TARGET_AVX2 void transpose_avx2(int64_t rows, int64_t cols, const float* src, int64_t lds,
+                                       float* dst, int64_t ldd) {
+  constexpr int64_t kTile = 32;  // 8 x 8 blocks within 32 x 32 tiles
+  const int64_t rows8 = rows / 8 * 8, cols8 = cols / 8 * 8;
+  for (int64_t r0 = 0; r0 < rows8; r0 += kTile) {
+    const int64_t r1 = std::min(rows8, r0 + kTile);
+    for (int64_t c0 = 0; c0 < cols8; c0 += kTile) {
+      const int64_t c1 = std::min(cols8, c0 + kTile);
+      for (int64_t r = r0; r < r1; r += 8) {
+        for (int64_t c = c0; c < c1; c += 8) block_8x8(src + r * lds + c, lds, dst + c * ldd + r, ldd);
+      }
+    }
+  }
+  // Edges: the last cols % 8 columns of every row, the last rows % 8 rows.
+  if (cols8 < cols) transpose<float>(rows, cols - cols8, src + cols8, lds, dst + cols8 * ldd, ldd);
+  if (rows8 < rows) {
+    transpose<float>(rows - rows8, cols8, src + rows8 * lds, lds, dst + rows8, ldd);
+  }
+}
+
+}  // namespace
+
+void transpose(int64_t rows, int64_t cols, const float* src, int64_t lds, float* dst,
+               int64_t ldd) {
+  if (cpu_has_avx2_fma()) {
+    transpose_avx2(rows, cols, src, lds, dst, ldd);
+  } else {
+    transpose<float>(rows, cols, src, lds, dst, ldd);
+  }
+}
+
+}  // namespace detail
+}  // namespace lstmop
