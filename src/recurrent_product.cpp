@@ -1,6 +1,8 @@
 // The per-step product of recurrent_product.h.
 #include "recurrent_product.h"
 
+#include <algorithm>
+
 #include "gemm.h"
 #ifdef LSTMOP_HAVE_PACKED_RECURRENT_GEMM
 #include <immintrin.h>
@@ -31,15 +33,22 @@ LSTMOP_TARGET_AVX2 inline __m256i lanes(int64_t valid) {
 // numerics: c = fma(a[kk], b[kk], c) for kk = 0..k-1 from C's value, the same
 // bits as its scalar and vector bodies. 2R <= 12 accumulators in registers
 // (GCC keeps the unrolled arrays in ymm0-15; checked with objdump).
-template <int R>
-LSTMOP_TARGET_AVX2 void tile_rows(int64_t k, const float* a, int64_t lda, const float* panel,
-                                  float* c, int64_t ldc, int64_t cols) {
+template <int R, bool kFull>
+LSTMOP_TARGET_AVX2 inline void tile_rows_body(int64_t k, const float* a, int64_t lda,
+                                              const float* panel, float* c, int64_t ldc,
+                                              int64_t cols) {
+  // Masked loads and stores only for a partial panel (they are slow on AMD).
   const __m256i m0 = lanes(cols), m1 = lanes(cols - 8);
   __m256 lo[R], hi[R];
 #pragma GCC unroll 8
   for (int r = 0; r < R; ++r) {
-    lo[r] = _mm256_maskload_ps(c + r * ldc, m0);
-    hi[r] = _mm256_maskload_ps(c + r * ldc + 8, m1);
+    if constexpr (kFull) {
+      lo[r] = _mm256_loadu_ps(c + r * ldc);
+      hi[r] = _mm256_loadu_ps(c + r * ldc + 8);
+    } else {
+      lo[r] = _mm256_maskload_ps(c + r * ldc, m0);
+      hi[r] = _mm256_maskload_ps(c + r * ldc + 8, m1);
+    }
   }
   for (int64_t kk = 0; kk < k; ++kk) {
     const __m256 b0 = _mm256_loadu_ps(panel + kk * kPanel);
@@ -53,8 +62,23 @@ LSTMOP_TARGET_AVX2 void tile_rows(int64_t k, const float* a, int64_t lda, const 
   }
 #pragma GCC unroll 8
   for (int r = 0; r < R; ++r) {
-    _mm256_maskstore_ps(c + r * ldc, m0, lo[r]);
-    _mm256_maskstore_ps(c + r * ldc + 8, m1, hi[r]);
+    if constexpr (kFull) {
+      _mm256_storeu_ps(c + r * ldc, lo[r]);
+      _mm256_storeu_ps(c + r * ldc + 8, hi[r]);
+    } else {
+      _mm256_maskstore_ps(c + r * ldc, m0, lo[r]);
+      _mm256_maskstore_ps(c + r * ldc + 8, m1, hi[r]);
+    }
+  }
+}
+
+template <int R>
+LSTMOP_TARGET_AVX2 void tile_rows(int64_t k, const float* a, int64_t lda, const float* panel,
+                                  float* c, int64_t ldc, int64_t cols) {
+  if (cols == kPanel) {
+    tile_rows_body<R, true>(k, a, lda, panel, c, ldc, cols);
+  } else {
+    tile_rows_body<R, false>(k, a, lda, panel, c, ldc, cols);
   }
 }
 
@@ -77,32 +101,62 @@ LSTMOP_TARGET_AVX2 void tile_row_4_panels(int64_t k, const float* a, const float
   for (int v = 0; v < 8; ++v) _mm256_storeu_ps(c + 8 * v, acc[v]);
 }
 
-// Panels outside (a 16 * k panel stays in L1 while every row block uses it),
-// blocks of 6 rows inside; a single row runs four panels at a time.
+// rows (1..9) rows x one panel: one tile of up to 6 rows, or two of 3-5 rows
+// (a tile of 1-2 rows has too few independent fma chains to hide latency).
+LSTMOP_TARGET_AVX2 void tile_rest(int64_t rows, int64_t k, const float* a, int64_t lda,
+                                  const float* panel, float* c, int64_t ldc, int64_t cols) {
+  switch (rows) {
+    case 9:
+      tile_rows<5>(k, a, lda, panel, c, ldc, cols);
+      tile_rows<4>(k, a + 5 * lda, lda, panel, c + 5 * ldc, ldc, cols);
+      break;
+    case 8:
+      tile_rows<4>(k, a, lda, panel, c, ldc, cols);
+      tile_rows<4>(k, a + 4 * lda, lda, panel, c + 4 * ldc, ldc, cols);
+      break;
+    case 7:
+      tile_rows<4>(k, a, lda, panel, c, ldc, cols);
+      tile_rows<3>(k, a + 4 * lda, lda, panel, c + 4 * ldc, ldc, cols);
+      break;
+    case 6: tile_rows<6>(k, a, lda, panel, c, ldc, cols); break;
+    case 5: tile_rows<5>(k, a, lda, panel, c, ldc, cols); break;
+    case 4: tile_rows<4>(k, a, lda, panel, c, ldc, cols); break;
+    case 3: tile_rows<3>(k, a, lda, panel, c, ldc, cols); break;
+    case 2: tile_rows<2>(k, a, lda, panel, c, ldc, cols); break;
+    case 1: tile_rows<1>(k, a, lda, panel, c, ldc, cols); break;
+    default: break;
+  }
+}
+
+// k in blocks of kKBlock (a 16-column panel slice of 16 KiB and the A rows'
+// slices stay in L1; C carries each element's fma chain from one block to the
+// next, so the bits are those of one chain over k in order); in a block,
+// panels outside, blocks of 6 rows inside (the last 7-9 rows as two tiles);
+// a single row runs four panels at a time.
+constexpr int64_t kKBlock = 256;
+
 LSTMOP_TARGET_AVX2 void packed_accumulate_avx2(int64_t m, int64_t k, int64_t n, const float* a,
                                                int64_t lda, const float* packed, float* c,
                                                int64_t ldc) {
   const int64_t panel_stride = kPanel * k;
-  int64_t j0 = 0;
-  if (m == 1) {
-    for (; j0 + 4 * kPanel <= n; j0 += 4 * kPanel) {
-      tile_row_4_panels(k, a, packed + j0 * k, panel_stride, c + j0);
+  for (int64_t k0 = 0; k0 < k; k0 += kKBlock) {
+    const int64_t kb = std::min(kKBlock, k - k0);
+    const float* ak = a + k0;
+    const float* pk = packed + k0 * kPanel;
+    int64_t j0 = 0;
+    if (m == 1) {
+      for (; j0 + 4 * kPanel <= n; j0 += 4 * kPanel) {
+        tile_row_4_panels(kb, ak, pk + j0 * k, panel_stride, c + j0);
+      }
     }
-  }
-  for (; j0 < n; j0 += kPanel) {
-    const float* panel = packed + j0 * k;
-    const int64_t cols = n - j0 < kPanel ? n - j0 : kPanel;
-    int64_t r = 0;
-    for (; r + 6 <= m; r += 6) tile_rows<6>(k, a + r * lda, lda, panel, c + r * ldc + j0, ldc, cols);
-    const float* ar = a + r * lda;
-    float* cr = c + r * ldc + j0;
-    switch (m - r) {
-      case 5: tile_rows<5>(k, ar, lda, panel, cr, ldc, cols); break;
-      case 4: tile_rows<4>(k, ar, lda, panel, cr, ldc, cols); break;
-      case 3: tile_rows<3>(k, ar, lda, panel, cr, ldc, cols); break;
-      case 2: tile_rows<2>(k, ar, lda, panel, cr, ldc, cols); break;
-      case 1: tile_rows<1>(k, ar, lda, panel, cr, ldc, cols); break;
-      default: break;
+    for (; j0 < n; j0 += kPanel) {
+      const float* panel = pk + j0 * k;
+      const int64_t cols = n - j0 < kPanel ? n - j0 : kPanel;
+      int64_t r = 0;
+      for (; m - r > 9; r += 6) {
+        tile_rows<6>(kb, ak + r * lda, lda, panel, c + r * ldc + j0, ldc, cols);
+      }
+      tile_rest(m - r, kb, ak + r * lda, lda, panel, c + r * ldc + j0, ldc, cols);
     }
   }
 }

@@ -172,5 +172,20 @@ TEST(ReferenceSweepLarger, MoreRowsThanOneWeightGradientChunk) {
   }
 }
 
+// Recurrent products longer than one k block of the packed kernel (256,
+// recurrent_product.cpp): forward k = H = 260, backward k = 4H = 1040; batches
+// 1, 7 (a 4-row and a 3-row tile) and 14 (6 + 4 + 4 rows).
+TEST(ReferenceSweepLarger, RecurrentProductLongerThanOneKBlock) {
+  for (int64_t B : {1, 7, 14}) {
+    LstmConfig cfg;
+    cfg.T = 3;
+    cfg.B = B;
+    cfg.I = 5;
+    cfg.H = 260;
+    cfg.bidirectional = true;
+    compare_case(cfg, 321 + B);
+  }
+}
+
 }  // namespace
 }  // namespace lstmtest
