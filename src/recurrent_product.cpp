@@ -143,13 +143,25 @@ LSTMOP_TARGET_AVX2 void packed_accumulate_avx2(int64_t m, int64_t k, int64_t n, 
     const int64_t kb = std::min(kKBlock, k - k0);
     const float* ak = a + k0;
     const float* pk = packed + k0 * kPanel;
+    // C rows are usually not in cache (the step's slice of the input
+    // projection) and each tile's fma chains start from them: fetch the
+    // next tiles' C while this one computes.
+    auto prefetch_c = [&](int64_t j) {
+      if (j >= n) return;
+      for (int64_t r = 0; r < m; ++r) _mm_prefetch(reinterpret_cast<const char*>(c + r * ldc + j), _MM_HINT_T0);
+    };
     int64_t j0 = 0;
     if (m == 1) {
+      for (int64_t j = 0; j < 8 * kPanel; j += kPanel) prefetch_c(j);
       for (; j0 + 4 * kPanel <= n; j0 += 4 * kPanel) {
+        for (int64_t j = 0; j < 4 * kPanel; j += kPanel) prefetch_c(j0 + 8 * kPanel + j);
         tile_row_4_panels(kb, ak, pk + j0 * k, panel_stride, c + j0);
       }
+    } else {
+      prefetch_c(0);
     }
     for (; j0 < n; j0 += kPanel) {
+      prefetch_c(j0 + kPanel);
       const float* panel = pk + j0 * k;
       const int64_t cols = n - j0 < kPanel ? n - j0 : kPanel;
       int64_t r = 0;
