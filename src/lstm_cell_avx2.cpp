@@ -75,25 +75,72 @@ LSTMOP_TARGET_AVX2 inline __m256i tail_mask(int64_t remaining) {
   return _mm256_cmpgt_epi32(_mm256_set1_epi32(n), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
 }
 
-LSTMOP_TARGET_AVX2 inline __m256 load(__m256i m, const float* p) { return _mm256_maskload_ps(p, m); }
-LSTMOP_TARGET_AVX2 inline void store(__m256i m, float* p, __m256 v) { _mm256_maskstore_ps(p, m, v); }
+// Full vectors use plain loads and stores, only a row's last partial vector
+// the masked ones (much slower on AMD's cores); the arithmetic is the same.
+template <bool kFull>
+LSTMOP_TARGET_AVX2 inline __m256 load(__m256i m, const float* p) {
+  if constexpr (kFull) {
+    (void)m;
+    return _mm256_loadu_ps(p);
+  } else {
+    return _mm256_maskload_ps(p, m);
+  }
+}
+template <bool kFull>
+LSTMOP_TARGET_AVX2 inline void store(__m256i m, float* p, __m256 v) {
+  if constexpr (kFull) {
+    (void)m;
+    _mm256_storeu_ps(p, v);
+  } else {
+    _mm256_maskstore_ps(p, m, v);
+  }
+}
 
 // gates + bias of one gate block, 8 columns (masked).
+template <bool kFull>
 LSTMOP_TARGET_AVX2 inline __m256 preactivation(__m256i m, const float* a, const float* bias) {
-  return _mm256_add_ps(load(m, a), load(m, bias));
+  return _mm256_add_ps(load<kFull>(m, a), load<kFull>(m, bias));
 }
 
 // Saved-tensor stores: float directly, other storage types rounded element
 // by element (StoreAs, round to nearest even).
-template <class S>
+template <bool kFull, class S>
 LSTMOP_TARGET_AVX2 inline void store_saved(S* dst, __m256i m, int64_t count, __m256 v) {
   if constexpr (std::is_same_v<S, float>) {
     (void)count;
-    store(m, dst, v);
+    store<kFull>(m, dst, v);
   } else {
     alignas(32) float tmp[kLanes];
     _mm256_store_ps(tmp, v);
     for (int64_t e = 0; e < count; ++e) dst[e] = StoreAs<S>::from(tmp[e]);
+  }
+}
+
+// Columns [k, k + count) of one row.
+template <bool kFull, class S>
+LSTMOP_TARGET_AVX2 inline void forward_block(int64_t H, int64_t k, int64_t count, const float* a,
+                                             const float* bias, float* c, float* h, float* out,
+                                             const StepSaved<S>* saved, int64_t e) {
+  const __m256i m = tail_mask(count);
+  const __m256 gi = sigmoid_ps(preactivation<kFull>(m, a + k, bias + k));
+  const __m256 gf = sigmoid_ps(preactivation<kFull>(m, a + H + k, bias + H + k));
+  const __m256 gj = tanh_ps(preactivation<kFull>(m, a + 2 * H + k, bias + 2 * H + k));
+  const __m256 go = sigmoid_ps(preactivation<kFull>(m, a + 3 * H + k, bias + 3 * H + k));
+  const __m256 cn =
+      _mm256_add_ps(_mm256_mul_ps(gf, load<kFull>(m, c + k)), _mm256_mul_ps(gi, gj));
+  const __m256 tc = tanh_ps(cn);
+  const __m256 hn = _mm256_mul_ps(go, tc);
+  store<kFull>(m, c + k, cn);
+  store<kFull>(m, h + k, hn);
+  store<kFull>(m, out + k, hn);
+  if (saved != nullptr) {
+    store_saved<kFull>(saved->i + e, m, count, gi);
+    store_saved<kFull>(saved->j + e, m, count, gj);
+    store_saved<kFull>(saved->f + e, m, count, gf);
+    store_saved<kFull>(saved->o + e, m, count, go);
+    store_saved<kFull>(saved->c + e, m, count, cn);
+    store_saved<kFull>(saved->tanhc + e, m, count, tc);
+    store_saved<kFull>(saved->h + e, m, count, hn);
   }
 }
 
@@ -107,31 +154,44 @@ LSTMOP_TARGET_AVX2 void cell_forward(int64_t rows, int64_t H, const float* gates
     float* c = c_state + r * H;
     float* h = h_state + r * H;
     float* out = layer_out + r * ld_out;
-    for (int64_t k = 0; k < H; k += kLanes) {
-      const int64_t count = H - k < kLanes ? H - k : kLanes;
-      const __m256i m = tail_mask(H - k);
-      const __m256 gi = sigmoid_ps(preactivation(m, a + k, bias + k));
-      const __m256 gf = sigmoid_ps(preactivation(m, a + H + k, bias + H + k));
-      const __m256 gj = tanh_ps(preactivation(m, a + 2 * H + k, bias + 2 * H + k));
-      const __m256 go = sigmoid_ps(preactivation(m, a + 3 * H + k, bias + 3 * H + k));
-      const __m256 cn = _mm256_add_ps(_mm256_mul_ps(gf, load(m, c + k)), _mm256_mul_ps(gi, gj));
-      const __m256 tc = tanh_ps(cn);
-      const __m256 hn = _mm256_mul_ps(go, tc);
-      store(m, c + k, cn);
-      store(m, h + k, hn);
-      store(m, out + k, hn);
-      if (saved != nullptr) {
-        const int64_t e = r * H + k;
-        store_saved(saved->i + e, m, count, gi);
-        store_saved(saved->j + e, m, count, gj);
-        store_saved(saved->f + e, m, count, gf);
-        store_saved(saved->o + e, m, count, go);
-        store_saved(saved->c + e, m, count, cn);
-        store_saved(saved->tanhc + e, m, count, tc);
-        store_saved(saved->h + e, m, count, hn);
-      }
+    int64_t k = 0;
+    for (; k + kLanes <= H; k += kLanes) {
+      forward_block<true, S>(H, k, kLanes, a, bias, c, h, out, saved, r * H + k);
     }
+    if (k < H) forward_block<false, S>(H, k, H - k, a, bias, c, h, out, saved, r * H + k);
   }
+}
+
+template <bool kFull>
+LSTMOP_TARGET_AVX2 inline void backward_block(int64_t H, int64_t k, int64_t count, int64_t e,
+                                              const float* i, const float* j, const float* f,
+                                              const float* o, const float* tanhc,
+                                              const float* c_prev, const float* dy,
+                                              const float* dh_state, float* dc_state,
+                                              float* dg) {
+  const __m256 one = _mm256_set1_ps(1.0f);
+  const __m256i m = tail_mask(count);
+  const __m256 gi = load<kFull>(m, i + e), gj = load<kFull>(m, j + e);
+  const __m256 gf = load<kFull>(m, f + e), go = load<kFull>(m, o + e);
+  const __m256 tc = load<kFull>(m, tanhc + e);
+  const __m256 dh = _mm256_add_ps(load<kFull>(m, dh_state + e), load<kFull>(m, dy + k));
+  const __m256 dc = _mm256_add_ps(
+      load<kFull>(m, dc_state + e),
+      _mm256_mul_ps(_mm256_mul_ps(dh, go), _mm256_sub_ps(one, _mm256_mul_ps(tc, tc))));
+  const __m256 d_i =
+      _mm256_mul_ps(_mm256_mul_ps(_mm256_mul_ps(dc, gj), gi), _mm256_sub_ps(one, gi));
+  const __m256 d_f =
+      _mm256_mul_ps(_mm256_mul_ps(_mm256_mul_ps(dc, load<kFull>(m, c_prev + e)), gf),
+                    _mm256_sub_ps(one, gf));
+  const __m256 d_g =
+      _mm256_mul_ps(_mm256_mul_ps(dc, gi), _mm256_sub_ps(one, _mm256_mul_ps(gj, gj)));
+  const __m256 d_o =
+      _mm256_mul_ps(_mm256_mul_ps(_mm256_mul_ps(dh, tc), go), _mm256_sub_ps(one, go));
+  store<kFull>(m, dg + k, d_i);
+  store<kFull>(m, dg + H + k, d_f);
+  store<kFull>(m, dg + 2 * H + k, d_g);
+  store<kFull>(m, dg + 3 * H + k, d_o);
+  store<kFull>(m, dc_state + e, _mm256_mul_ps(dc, gf));
 }
 
 LSTMOP_TARGET_AVX2 void cell_backward(int64_t rows, int64_t H, const float* i, const float* j,
@@ -139,33 +199,17 @@ LSTMOP_TARGET_AVX2 void cell_backward(int64_t rows, int64_t H, const float* i, c
                                       const float* c_prev, const float* d_out, int64_t ld_out,
                                       const float* dh_state, float* dc_state, float* d_gates) {
   const int64_t G = 4 * H;
-  const __m256 one = _mm256_set1_ps(1.0f);
   for (int64_t r = 0; r < rows; ++r) {
     const float* dy = d_out + r * ld_out;
     float* dg = d_gates + r * G;
-    for (int64_t k = 0; k < H; k += kLanes) {
-      const __m256i m = tail_mask(H - k);
-      const int64_t e = r * H + k;
-      const __m256 gi = load(m, i + e), gj = load(m, j + e);
-      const __m256 gf = load(m, f + e), go = load(m, o + e);
-      const __m256 tc = load(m, tanhc + e);
-      const __m256 dh = _mm256_add_ps(load(m, dh_state + e), load(m, dy + k));
-      const __m256 dc = _mm256_add_ps(
-          load(m, dc_state + e),
-          _mm256_mul_ps(_mm256_mul_ps(dh, go), _mm256_sub_ps(one, _mm256_mul_ps(tc, tc))));
-      const __m256 d_i =
-          _mm256_mul_ps(_mm256_mul_ps(_mm256_mul_ps(dc, gj), gi), _mm256_sub_ps(one, gi));
-      const __m256 d_f = _mm256_mul_ps(_mm256_mul_ps(_mm256_mul_ps(dc, load(m, c_prev + e)), gf),
-                                       _mm256_sub_ps(one, gf));
-      const __m256 d_g =
-          _mm256_mul_ps(_mm256_mul_ps(dc, gi), _mm256_sub_ps(one, _mm256_mul_ps(gj, gj)));
-      const __m256 d_o =
-          _mm256_mul_ps(_mm256_mul_ps(_mm256_mul_ps(dh, tc), go), _mm256_sub_ps(one, go));
-      store(m, dg + k, d_i);
-      store(m, dg + H + k, d_f);
-      store(m, dg + 2 * H + k, d_g);
-      store(m, dg + 3 * H + k, d_o);
-      store(m, dc_state + e, _mm256_mul_ps(dc, gf));
+    int64_t k = 0;
+    for (; k + kLanes <= H; k += kLanes) {
+      backward_block<true>(H, k, kLanes, r * H + k, i, j, f, o, tanhc, c_prev, dy, dh_state,
+                           dc_state, dg);
+    }
+    if (k < H) {
+      backward_block<false>(H, k, H - k, r * H + k, i, j, f, o, tanhc, c_prev, dy, dh_state,
+                            dc_state, dg);
     }
   }
 }
@@ -174,7 +218,7 @@ template <__m256 (*F)(__m256)>
 LSTMOP_TARGET_AVX2 void apply(int64_t n, const float* x, float* y) {
   for (int64_t k = 0; k < n; k += kLanes) {
     const __m256i m = tail_mask(n - k);
-    store(m, y + k, F(load(m, x + k)));
+    store<false>(m, y + k, F(load<false>(m, x + k)));
   }
 }
 
