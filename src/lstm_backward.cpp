@@ -104,11 +104,17 @@ class BackwardDriver {
       run_tasks(d_.D, parallel_ ? d_.D : 1, [&](int64_t dir) { run_direction(l, dir); });
       // d_in (N, I_l) = sum_d d_gates_d (N, 4H) * w_ih_d (4H, I_l), directions in
       // order; w_ih_d is held transposed (the NT form is the faster one, transpose.h).
-      for (int64_t dir = 0; dir < d_.D; ++dir) {
-        gemm(Transpose::No, Transpose::Yes, d_.valid_rows(), in_size, 4 * d_.H, Acc(1),
-             dir_[dir].d_gates.data(), 4 * d_.H, dir_[dir].w_ih.data(), 4 * d_.H,
-             dir == 0 ? Acc(0) : Acc(1), d_in_.data(), in_size);
-      }
+      // Two fixed halves of the rows (whatever the thread count, so the same
+      // calls and bits), on two threads when there are.
+      const int64_t N = d_.valid_rows(), G = 4 * d_.H, half = (N + 1) / 2;
+      run_tasks(2, get_num_threads() >= 2 ? 2 : 1, [&](int64_t part) {
+        const int64_t r0 = part * half, rows = std::min(N, r0 + half) - r0;
+        for (int64_t dir = 0; dir < d_.D; ++dir) {
+          gemm(Transpose::No, Transpose::Yes, rows, in_size, G, Acc(1),
+               dir_[dir].d_gates.data() + r0 * G, G, dir_[dir].w_ih.data(), G,
+               dir == 0 ? Acc(0) : Acc(1), d_in_.data() + r0 * in_size, in_size);
+        }
+      });
       std::swap(d_in_, d_out_);  // d_out_ now holds the gradient of layer l-1's output
     }
     write_dx(d_out_.data());
