@@ -233,7 +233,7 @@ class BackwardDriver {
       load_previous(*g_.c, c0, s, dir, t, step[kCPrev]);
       in[kCPrev] = step[kCPrev];
       Acc* d_gates = own.d_gates.data() + off * G;
-      lstm_cell_backward<Acc>(rows, H, in[kI], in[kJ], in[kF], in[kO], in[kTanhc],
+      lstm_cell_backward<Acc>(rows, H, 0, H, in[kI], in[kJ], in[kF], in[kO], in[kTanhc],
                               in[kCPrev], d_out_.data() + off * DH + dir * H, DH,
                               w.dh_state.data(), w.dc_state.data(), d_gates);
       // (rows, H) = (rows, 4H) * (4H, H)

@@ -20,16 +20,16 @@ inline Acc sigmoid(Acc x) {
 }  // namespace
 
 template <class Acc, class S>
-void lstm_cell_forward_scalar(int64_t rows, int64_t H, const Acc* gates, const Acc* bias,
-                              Acc* c_state, Acc* h_state, Acc* layer_out, int64_t ld_out,
-                              const StepSaved<S>* saved) {
+void lstm_cell_forward_scalar(int64_t rows, int64_t H, int64_t u_begin, int64_t u_end,
+                              const Acc* gates, const Acc* bias, Acc* c_state, Acc* h_state,
+                              Acc* layer_out, int64_t ld_out, const StepSaved<S>* saved) {
   const int64_t G = 4 * H;
   for (int64_t r = 0; r < rows; ++r) {
     const Acc* a = gates + r * G;
     Acc* c = c_state + r * H;
     Acc* h = h_state + r * H;
     Acc* out = layer_out + r * ld_out;
-    for (int64_t k = 0; k < H; ++k) {
+    for (int64_t k = u_begin; k < u_end; ++k) {
       const Acc gi = sigmoid(a[k] + bias[k]);
       const Acc gf = sigmoid(a[H + k] + bias[H + k]);
       const Acc gj = std::tanh(a[2 * H + k] + bias[2 * H + k]);
@@ -57,17 +57,18 @@ void lstm_cell_forward_scalar(int64_t rows, int64_t H, const Acc* gates, const A
 // float on an AVX2+FMA CPU: the vector pass of lstm_cell_avx2.cpp; else the
 // scalar loop above (std::exp / std::tanh).
 template <class Acc, class S>
-void lstm_cell_forward(int64_t rows, int64_t H, const Acc* gates, const Acc* bias, Acc* c_state,
-                       Acc* h_state, Acc* layer_out, int64_t ld_out, const StepSaved<S>* saved) {
+void lstm_cell_forward(int64_t rows, int64_t H, int64_t u_begin, int64_t u_end, const Acc* gates,
+                       const Acc* bias, Acc* c_state, Acc* h_state, Acc* layer_out,
+                       int64_t ld_out, const StepSaved<S>* saved) {
   if constexpr (std::is_same_v<Acc, float>) {
     if (cpu_has_avx2_fma()) {
-      lstm_cell_forward_avx2<S>(rows, H, gates, bias, c_state, h_state, layer_out, ld_out,
-                                  saved);
+      lstm_cell_forward_avx2<S>(rows, H, u_begin, u_end, gates, bias, c_state, h_state,
+                                layer_out, ld_out, saved);
       return;
     }
   }
-  lstm_cell_forward_scalar<Acc, S>(rows, H, gates, bias, c_state, h_state, layer_out, ld_out,
-                                   saved);
+  lstm_cell_forward_scalar<Acc, S>(rows, H, u_begin, u_end, gates, bias, c_state, h_state,
+                                   layer_out, ld_out, saved);
 }
 
 template <class Acc, class S>
@@ -102,13 +103,14 @@ void lstm_cell_fill_invalid(int64_t rows, int64_t H, const Acc* h_carried, const
 }
 
 template <class Acc>
-void lstm_cell_backward(int64_t rows, int64_t H, const Acc* i, const Acc* j, const Acc* f,
-                        const Acc* o, const Acc* tanhc, const Acc* c_prev, const Acc* d_out,
-                        int64_t ld_out, const Acc* dh_state, Acc* dc_state, Acc* d_gates) {
+void lstm_cell_backward(int64_t rows, int64_t H, int64_t u_begin, int64_t u_end, const Acc* i,
+                        const Acc* j, const Acc* f, const Acc* o, const Acc* tanhc,
+                        const Acc* c_prev, const Acc* d_out, int64_t ld_out,
+                        const Acc* dh_state, Acc* dc_state, Acc* d_gates) {
   if constexpr (std::is_same_v<Acc, float>) {
     if (cpu_has_avx2_fma()) {
-      lstm_cell_backward_avx2(rows, H, i, j, f, o, tanhc, c_prev, d_out, ld_out, dh_state,
-                                dc_state, d_gates);
+      lstm_cell_backward_avx2(rows, H, u_begin, u_end, i, j, f, o, tanhc, c_prev, d_out, ld_out,
+                              dh_state, dc_state, d_gates);
       return;
     }
   }
@@ -117,7 +119,7 @@ void lstm_cell_backward(int64_t rows, int64_t H, const Acc* i, const Acc* j, con
     const int64_t e0 = r * H;
     const Acc* dy = d_out + r * ld_out;
     Acc* dg = d_gates + r * G;
-    for (int64_t k = 0; k < H; ++k) {
+    for (int64_t k = u_begin; k < u_end; ++k) {
       const int64_t e = e0 + k;
       const Acc gi = i[e], gj = j[e], gf = f[e], go = o[e], tc = tanhc[e];
       const Acc dh = dh_state[e] + dy[k];
@@ -132,14 +134,14 @@ void lstm_cell_backward(int64_t rows, int64_t H, const Acc* i, const Acc* j, con
 }
 
 // The shipped (compute, storage) pairs.
-template void lstm_cell_forward<float, float>(int64_t, int64_t, const float*, const float*, float*,
+template void lstm_cell_forward<float, float>(int64_t, int64_t, int64_t, int64_t, const float*, const float*, float*,
                                               float*, float*, int64_t, const StepSaved<float>*);
-template void lstm_cell_forward<float, Half>(int64_t, int64_t, const float*, const float*, float*,
+template void lstm_cell_forward<float, Half>(int64_t, int64_t, int64_t, int64_t, const float*, const float*, float*,
                                              float*, float*, int64_t, const StepSaved<Half>*);
-template void lstm_cell_forward<float, BFloat16>(int64_t, int64_t, const float*, const float*,
+template void lstm_cell_forward<float, BFloat16>(int64_t, int64_t, int64_t, int64_t, const float*, const float*,
                                                  float*, float*, float*, int64_t,
                                                  const StepSaved<BFloat16>*);
-template void lstm_cell_forward<double, double>(int64_t, int64_t, const double*, const double*,
+template void lstm_cell_forward<double, double>(int64_t, int64_t, int64_t, int64_t, const double*, const double*,
                                                 double*, double*, double*, int64_t,
                                                 const StepSaved<double>*);
 template void lstm_cell_fill_invalid<float, float>(int64_t, int64_t, const float*, const float*,
@@ -150,10 +152,10 @@ template void lstm_cell_fill_invalid<float, BFloat16>(int64_t, int64_t, const fl
                                                       const StepSaved<BFloat16>&);
 template void lstm_cell_fill_invalid<double, double>(int64_t, int64_t, const double*,
                                                      const double*, const StepSaved<double>&);
-template void lstm_cell_backward<float>(int64_t, int64_t, const float*, const float*, const float*,
+template void lstm_cell_backward<float>(int64_t, int64_t, int64_t, int64_t, const float*, const float*, const float*,
                                         const float*, const float*, const float*, const float*,
                                         int64_t, const float*, float*, float*);
-template void lstm_cell_backward<double>(int64_t, int64_t, const double*, const double*,
+template void lstm_cell_backward<double>(int64_t, int64_t, int64_t, int64_t, const double*, const double*,
                                          const double*, const double*, const double*,
                                          const double*, const double*, int64_t, const double*,
                                          double*, double*);

@@ -24,7 +24,8 @@ struct StepSaved {
   S* tanhc = nullptr;
 };
 
-// For r < rows, k < H, with a = gates[r, :] + bias (pre-activations of the
+// For r < rows, u_begin <= k < u_end (a range of the hidden units; 0, H for
+// all), with a = gates[r, :] + bias (pre-activations of the
 // step, input and recurrent products already summed):
 //   i, f, o = sigmoid(a_i, a_f, a_o); j = tanh(a_g)
 //   c_state[r, k] = f * c_state[r, k] + i * j;  h_state[r, k] = o * tanh(c_state)
@@ -32,8 +33,9 @@ struct StepSaved {
 // and, when saved != nullptr, writes i, j, f, o, h, c, tanhc of the step.
 // gates (rows, 4H) row stride 4H; bias (4H); states (rows, H) row stride H.
 template <class Acc, class S>
-void lstm_cell_forward(int64_t rows, int64_t H, const Acc* gates, const Acc* bias, Acc* c_state,
-                       Acc* h_state, Acc* layer_out, int64_t ld_out, const StepSaved<S>* saved);
+void lstm_cell_forward(int64_t rows, int64_t H, int64_t u_begin, int64_t u_end, const Acc* gates,
+                       const Acc* bias, Acc* c_state, Acc* h_state, Acc* layer_out,
+                       int64_t ld_out, const StepSaved<S>* saved);
 
 // Saved tensors at positions a sequence does not reach (rows of the step past
 // its batch size): 0 in i, j, f, o; the carried state in h, c; tanh(c) in tanhc.
@@ -42,17 +44,19 @@ template <class Acc, class S>
 void lstm_cell_fill_invalid(int64_t rows, int64_t H, const Acc* h_carried, const Acc* c_carried,
                             const StepSaved<S>& saved);
 
-// One step of the backward, for r < rows, k < H:
+// One step of the backward, for r < rows, u_begin <= k < u_end:
 //   dh = dh_state[r, k] + d_out[r * ld_out + k]
 //   dc = dc_state[r, k] + dh * o * (1 - tanhc^2)
 //   d_gates[r, :] = (dc * j * i(1-i), dc * c_prev * f(1-f), dc * i * (1-j^2), dh * tanhc * o(1-o))
 //   dc_state[r, k] = dc * f
 // i, j, f, o, tanhc, c_prev: (rows, H) row stride H; d_gates (rows, 4H).
+// Every element's value is the same whichever unit range computes it.
 // dh_state is only read: the caller overwrites it with d_gates * w_hh.
 template <class Acc>
-void lstm_cell_backward(int64_t rows, int64_t H, const Acc* i, const Acc* j, const Acc* f,
-                        const Acc* o, const Acc* tanhc, const Acc* c_prev, const Acc* d_out,
-                        int64_t ld_out, const Acc* dh_state, Acc* dc_state, Acc* d_gates);
+void lstm_cell_backward(int64_t rows, int64_t H, int64_t u_begin, int64_t u_end, const Acc* i,
+                        const Acc* j, const Acc* f, const Acc* o, const Acc* tanhc,
+                        const Acc* c_prev, const Acc* d_out, int64_t ld_out,
+                        const Acc* dh_state, Acc* dc_state, Acc* d_gates);
 
 }  // namespace detail
 }  // namespace lstmop

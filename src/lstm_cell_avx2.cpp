@@ -145,20 +145,21 @@ LSTMOP_TARGET_AVX2 inline void forward_block(int64_t H, int64_t k, int64_t count
 }
 
 template <class S>
-LSTMOP_TARGET_AVX2 void cell_forward(int64_t rows, int64_t H, const float* gates,
-                                     const float* bias, float* c_state, float* h_state,
-                                     float* layer_out, int64_t ld_out, const StepSaved<S>* saved) {
+LSTMOP_TARGET_AVX2 void cell_forward(int64_t rows, int64_t H, int64_t u_begin, int64_t u_end,
+                                     const float* gates, const float* bias, float* c_state,
+                                     float* h_state, float* layer_out, int64_t ld_out,
+                                     const StepSaved<S>* saved) {
   const int64_t G = 4 * H;
   for (int64_t r = 0; r < rows; ++r) {
     const float* a = gates + r * G;
     float* c = c_state + r * H;
     float* h = h_state + r * H;
     float* out = layer_out + r * ld_out;
-    int64_t k = 0;
-    for (; k + kLanes <= H; k += kLanes) {
+    int64_t k = u_begin;
+    for (; k + kLanes <= u_end; k += kLanes) {
       forward_block<true, S>(H, k, kLanes, a, bias, c, h, out, saved, r * H + k);
     }
-    if (k < H) forward_block<false, S>(H, k, H - k, a, bias, c, h, out, saved, r * H + k);
+    if (k < u_end) forward_block<false, S>(H, k, u_end - k, a, bias, c, h, out, saved, r * H + k);
   }
 }
 
@@ -194,7 +195,8 @@ LSTMOP_TARGET_AVX2 inline void backward_block(int64_t H, int64_t k, int64_t coun
   store<kFull>(m, dc_state + e, _mm256_mul_ps(dc, gf));
 }
 
-LSTMOP_TARGET_AVX2 void cell_backward(int64_t rows, int64_t H, const float* i, const float* j,
+LSTMOP_TARGET_AVX2 void cell_backward(int64_t rows, int64_t H, int64_t u_begin, int64_t u_end,
+                                      const float* i, const float* j,
                                       const float* f, const float* o, const float* tanhc,
                                       const float* c_prev, const float* d_out, int64_t ld_out,
                                       const float* dh_state, float* dc_state, float* d_gates) {
@@ -202,13 +204,13 @@ LSTMOP_TARGET_AVX2 void cell_backward(int64_t rows, int64_t H, const float* i, c
   for (int64_t r = 0; r < rows; ++r) {
     const float* dy = d_out + r * ld_out;
     float* dg = d_gates + r * G;
-    int64_t k = 0;
-    for (; k + kLanes <= H; k += kLanes) {
+    int64_t k = u_begin;
+    for (; k + kLanes <= u_end; k += kLanes) {
       backward_block<true>(H, k, kLanes, r * H + k, i, j, f, o, tanhc, c_prev, dy, dh_state,
                            dc_state, dg);
     }
-    if (k < H) {
-      backward_block<false>(H, k, H - k, r * H + k, i, j, f, o, tanhc, c_prev, dy, dh_state,
+    if (k < u_end) {
+      backward_block<false>(H, k, u_end - k, r * H + k, i, j, f, o, tanhc, c_prev, dy, dh_state,
                             dc_state, dg);
     }
   }
@@ -230,27 +232,31 @@ bool cpu_has_avx2_fma() {
 }
 
 template <class S>
-void lstm_cell_forward_avx2(int64_t rows, int64_t H, const float* gates, const float* bias,
-                            float* c_state, float* h_state, float* layer_out, int64_t ld_out,
+void lstm_cell_forward_avx2(int64_t rows, int64_t H, int64_t u_begin, int64_t u_end,
+                            const float* gates, const float* bias, float* c_state,
+                            float* h_state, float* layer_out, int64_t ld_out,
                             const StepSaved<S>* saved) {
-  cell_forward<S>(rows, H, gates, bias, c_state, h_state, layer_out, ld_out, saved);
+  cell_forward<S>(rows, H, u_begin, u_end, gates, bias, c_state, h_state, layer_out, ld_out,
+                  saved);
 }
 
-void lstm_cell_backward_avx2(int64_t rows, int64_t H, const float* i, const float* j,
+void lstm_cell_backward_avx2(int64_t rows, int64_t H, int64_t u_begin, int64_t u_end,
+                             const float* i, const float* j,
                              const float* f, const float* o, const float* tanhc,
                              const float* c_prev, const float* d_out, int64_t ld_out,
                              const float* dh_state, float* dc_state, float* d_gates) {
-  cell_backward(rows, H, i, j, f, o, tanhc, c_prev, d_out, ld_out, dh_state, dc_state, d_gates);
+  cell_backward(rows, H, u_begin, u_end, i, j, f, o, tanhc, c_prev, d_out, ld_out, dh_state,
+                dc_state, d_gates);
 }
 
 void sigmoid_avx2(int64_t n, const float* x, float* y) { apply<sigmoid_ps>(n, x, y); }
 void tanh_avx2(int64_t n, const float* x, float* y) { apply<tanh_ps>(n, x, y); }
 
-template void lstm_cell_forward_avx2<float>(int64_t, int64_t, const float*, const float*, float*,
+template void lstm_cell_forward_avx2<float>(int64_t, int64_t, int64_t, int64_t, const float*, const float*, float*,
                                             float*, float*, int64_t, const StepSaved<float>*);
-template void lstm_cell_forward_avx2<Half>(int64_t, int64_t, const float*, const float*, float*,
+template void lstm_cell_forward_avx2<Half>(int64_t, int64_t, int64_t, int64_t, const float*, const float*, float*,
                                            float*, float*, int64_t, const StepSaved<Half>*);
-template void lstm_cell_forward_avx2<BFloat16>(int64_t, int64_t, const float*, const float*,
+template void lstm_cell_forward_avx2<BFloat16>(int64_t, int64_t, int64_t, int64_t, const float*, const float*,
                                                float*, float*, float*, int64_t,
                                                const StepSaved<BFloat16>*);
 

@@ -26,13 +26,15 @@ namespace detail {
 bool cpu_has_avx2_fma();
 
 template <class S>
-void lstm_cell_forward_avx2(int64_t rows, int64_t H, const float* gates, const float* bias,
-                            float* c_state, float* h_state, float* layer_out, int64_t ld_out,
+void lstm_cell_forward_avx2(int64_t rows, int64_t H, int64_t u_begin, int64_t u_end,
+                            const float* gates, const float* bias, float* c_state,
+                            float* h_state, float* layer_out, int64_t ld_out,
                             const StepSaved<S>* saved);
 
 // The backward pass of lstm_cell.h: the same products in the same order as
 // the scalar loop (no FMA), 8 columns at a time.
-void lstm_cell_backward_avx2(int64_t rows, int64_t H, const float* i, const float* j,
+void lstm_cell_backward_avx2(int64_t rows, int64_t H, int64_t u_begin, int64_t u_end,
+                             const float* i, const float* j,
                              const float* f, const float* o, const float* tanhc,
                              const float* c_prev, const float* d_out, int64_t ld_out,
                              const float* dh_state, float* dc_state, float* d_gates);

@@ -37,7 +37,19 @@ struct DirectionWorkspace {
   // transposed, no strided transposing gather); double: w_ih^T, w_hh^T.
   Workspace<Acc> gates, w_ih, w_hh, bias, bias_tmp, h_state, c_state;
   RecurrentProduct recurrent;  // float: w_hh^T packed for the per-step product
+  // Split mode (float, one direction, two threads): hx's h, read by step 0
+  // while the parts write h_state; per part and gate block, w_hh^T's columns
+  // of the part's hidden units, packed.
+  Workspace<Acc> h_init;
+  RecurrentProduct part_recurrent[2][4];
 };
+
+// Split mode pays a thread start and a barrier per step: only for a layer
+// with enough recurrent work (at least 2^22 multiply-adds in all) and
+// hidden units to halve along 16-column panels.
+inline bool worth_splitting(const LstmDims& d) {
+  return d.H >= 32 && d.valid_rows() * d.H * 4 * d.H >= (int64_t(1) << 22);
+}
 
 template <class Acc, class S>
 class ForwardDriver {
@@ -53,7 +65,13 @@ class ForwardDriver {
     for (int64_t k = 0; k < std::min<int64_t>(d.L, 2); ++k) {
       arena_.add(y_[k], "a layer's output (valid rows, D*H)", N * DH);
     }
-    parallel_ = get_num_threads() >= 2 && d.D == 2;
+    const int threads = get_num_threads();
+    parallel_ = threads >= 2 && d.D == 2;
+    if constexpr (std::is_same_v<Acc, float>) {
+      split_ = threads >= 2 && d.D == 1 && worth_splitting(d);
+    }
+    // Part 0 gets the first u_split_ hidden units, a multiple of 16.
+    u_split_ = d.H / 32 * 16;
     for (int64_t k = 0; k < (parallel_ ? d.D : 1); ++k) {
       DirectionWorkspace<Acc>& w = dir_[k];
       arena_.add(w.gates, "the gates (valid rows, 4H)", N * G);
@@ -63,7 +81,17 @@ class ForwardDriver {
       arena_.add(w.bias_tmp, "the bias (4H)", G);
       arena_.add(w.h_state, "the hidden state (B, H)", d.B * d.H);
       arena_.add(w.c_state, "the cell state (B, H)", d.B * d.H);
-      if constexpr (std::is_same_v<Acc, float>) w.recurrent.allocate(arena_, d.H, G);
+      if constexpr (std::is_same_v<Acc, float>) {
+        w.recurrent.allocate(arena_, d.H, G);
+        if (split_) {
+          arena_.add(w.h_init, "the initial hidden state (B, H)", d.B * d.H);
+          for (int p = 0; p < 2; ++p) {
+            for (int g = 0; g < 4; ++g) {
+              w.part_recurrent[p][g].allocate(arena_, d.H, unit_end(p) - unit_begin(p));
+            }
+          }
+        }
+      }
     }
     arena_.commit();
   }
@@ -168,24 +196,27 @@ class ForwardDriver {
     }
   }
 
-  void run_direction(int64_t l, int64_t dir, const Acc* x, Acc* y) {
-    DirectionWorkspace<Acc>& w = dir_[parallel_ ? dir : 0];
-    const int64_t s = l * d_.D + dir;
-    const int64_t G = 4 * d_.H, H = d_.H, DH = d_.D * d_.H;
-    const int64_t in_size = d_.slot_input_size[s];
-    load_weights(s, w);
-    if constexpr (kRowMajorWeights) w.recurrent.set_b_from_rows(w.w_hh.data(), H);
-    load_state(s, w);
-    if (d_.train && dir == 1 && d_.packed) fill_invalid(s, w);
+  int64_t unit_begin(int p) const { return p == 0 ? 0 : u_split_; }
+  int64_t unit_end(int p) const { return p == 0 ? u_split_ : d_.H; }
 
-    // (N, 4H) = (N, I_l) * (I_l, 4H): the input projection of every valid row.
+  // gates (N, 4H) = x_l (N, I_l) * w_ih^T for one of two fixed halves of the
+  // rows (the same calls whatever the thread count, hence the same bits).
+  void project_half(int half, int64_t in_size, const Acc* x, DirectionWorkspace<Acc>& w) const {
+    const int64_t N = d_.valid_rows(), G = 4 * d_.H, rows_half = (N + 1) / 2;
+    const int64_t r0 = half * rows_half, rows = std::min(N, r0 + rows_half) - r0;
     if constexpr (kRowMajorWeights) {
-      gemm(Transpose::No, Transpose::Yes, d_.valid_rows(), G, in_size, Acc(1), x, in_size,
-           w.w_ih.data(), in_size, Acc(0), w.gates.data(), G);
+      gemm(Transpose::No, Transpose::Yes, rows, G, in_size, Acc(1), x + r0 * in_size, in_size,
+           w.w_ih.data(), in_size, Acc(0), w.gates.data() + r0 * G, G);
     } else {
-      gemm(Transpose::No, Transpose::No, d_.valid_rows(), G, in_size, Acc(1), x, in_size,
-           w.w_ih.data(), G, Acc(0), w.gates.data(), G);
+      gemm(Transpose::No, Transpose::No, rows, G, in_size, Acc(1), x + r0 * in_size, in_size,
+           w.w_ih.data(), G, Acc(0), w.gates.data() + r0 * G, G);
     }
+  }
+
+  // The time loop over all hidden units: the product with the whole packed
+  // w_hh^T reading h_state, then the cell pass.
+  void time_loop(int64_t s, int64_t dir, DirectionWorkspace<Acc>& w, Acc* y) const {
+    const int64_t G = 4 * d_.H, H = d_.H, DH = d_.D * d_.H;
     for (int64_t n = 0; n < d_.T; ++n) {
       const int64_t t = dir == 0 ? n : d_.T - 1 - n;
       const int64_t rows = d_.step_batch[t];
@@ -199,9 +230,84 @@ class ForwardDriver {
              w.w_hh.data(), G, Acc(1), gates, G);
       }
       const StepSaved<S> saved = d_.train ? saved_at(s, t) : StepSaved<S>{};
-      lstm_cell_forward<Acc, S>(rows, H, gates, w.bias.data(), w.c_state.data(),
+      lstm_cell_forward<Acc, S>(rows, H, 0, H, gates, w.bias.data(), w.c_state.data(),
                                 w.h_state.data(), y + off * DH + dir * H, DH,
                                 d_.train ? &saved : nullptr);
+    }
+  }
+
+  // Split mode's time loop (forward direction, D = 1) for parts [p0, p1):
+  // each part computes the gate columns and the cell pass of its hidden units.
+  // A step reads the previous step's h from the layer output y (h_init at
+  // step 0), never from h_state, which the parts update in place; with two
+  // threads (one part each) the barrier orders step t's writes before step
+  // t+1's reads. Every element gets the bits of time_loop: the same fma
+  // chain over k from the same C, the same cell arithmetic.
+  void split_time_loop(int64_t s, int p0, int p1, PairBarrier* barrier,
+                       DirectionWorkspace<Acc>& w, Acc* y) {
+    if constexpr (std::is_same_v<Acc, float>) {
+      const int64_t G = 4 * d_.H, H = d_.H, DH = d_.D * d_.H;
+      for (int64_t t = 0; t < d_.T; ++t) {
+        const int64_t rows = d_.step_batch[t];
+        const int64_t off = d_.step_offset[t];
+        const Acc* h_prev = t == 0 ? w.h_init.data() : y + d_.step_offset[t - 1] * DH;
+        const int64_t ld_prev = t == 0 ? H : DH;
+        Acc* gates = w.gates.data() + off * G;
+        const StepSaved<S> saved = d_.train ? saved_at(s, t) : StepSaved<S>{};
+        for (int p = p0; p < p1; ++p) {
+          const int64_t u0 = unit_begin(p), u1 = unit_end(p);
+          for (int g = 0; g < 4; ++g) {
+            w.part_recurrent[p][g].accumulate(rows, h_prev, ld_prev, gates + g * H + u0, G);
+          }
+          lstm_cell_forward<Acc, S>(rows, H, u0, u1, gates, w.bias.data(), w.c_state.data(),
+                                    w.h_state.data(), y + off * DH, DH,
+                                    d_.train ? &saved : nullptr);
+        }
+        if (barrier != nullptr) barrier->wait();
+      }
+    } else {
+      (void)s, (void)p0, (void)p1, (void)barrier, (void)w, (void)y;
+    }
+  }
+
+  void run_direction(int64_t l, int64_t dir, const Acc* x, Acc* y) {
+    DirectionWorkspace<Acc>& w = dir_[parallel_ ? dir : 0];
+    const int64_t s = l * d_.D + dir;
+    const int64_t H = d_.H;
+    const int64_t in_size = d_.slot_input_size[s];
+    load_weights(s, w);
+    load_state(s, w);
+    if (d_.train && dir == 1 && d_.packed) fill_invalid(s, w);
+
+    bool done = false;
+    if constexpr (std::is_same_v<Acc, float>) {
+      if (split_) {
+        for (int p = 0; p < 2; ++p) {
+          for (int g = 0; g < 4; ++g) {
+            w.part_recurrent[p][g].set_b_from_rows(w.w_hh.data() + (g * H + unit_begin(p)) * H,
+                                                   H);
+          }
+        }
+        std::copy_n(w.h_state.data(), d_.B * H, w.h_init.data());
+        done = run_pair([&](int p) {
+          project_half(p, in_size, x, w);
+          barrier_.wait();
+          split_time_loop(s, p, p + 1, &barrier_, w, y);
+        });
+        if (!done) {  // no second thread: the same work on this one
+          project_half(0, in_size, x, w);
+          project_half(1, in_size, x, w);
+          split_time_loop(s, 0, 2, nullptr, w, y);
+          done = true;
+        }
+      } else {
+        w.recurrent.set_b_from_rows(w.w_hh.data(), H);
+      }
+    }
+    if (!done) {
+      project_half(0, in_size, x, w);
+      project_half(1, in_size, x, w);
+      time_loop(s, dir, w, y);
     }
     const TensorView& hy = out_.hy;
     const TensorView& cy = out_.cy;
@@ -231,6 +337,9 @@ class ForwardDriver {
   const TensorList& params_;
   const ForwardOutputs& out_;
   bool parallel_ = false;
+  bool split_ = false;
+  int64_t u_split_ = 0;
+  PairBarrier barrier_;
   WorkspaceArena arena_;
   Workspace<Acc> x0_;
   Workspace<Acc> y_[2];

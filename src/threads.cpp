@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <atomic>
 #include <exception>
+#include <immintrin.h>
 #include <string>
 #include <system_error>
 #include <thread>
@@ -54,6 +55,34 @@ void run_tasks(int64_t count, int64_t max_threads, const std::function<void(int6
   for (const std::exception_ptr& e : errors) {
     if (e) std::rethrow_exception(e);
   }
+}
+
+void PairBarrier::wait() {
+  const int64_t generation = generation_.load(std::memory_order_acquire);
+  if (arrived_.fetch_add(1, std::memory_order_acq_rel) == 1) {
+    arrived_.store(0, std::memory_order_relaxed);
+    generation_.fetch_add(1, std::memory_order_acq_rel);
+    return;
+  }
+  for (int spin = 0; generation_.load(std::memory_order_acquire) == generation; ++spin) {
+    if (spin < 4096) {
+      _mm_pause();
+    } else {
+      std::this_thread::yield();
+    }
+  }
+}
+
+bool run_pair(const std::function<void(int)>& part) {
+  std::thread second;
+  try {
+    second = std::thread([&part] { part(1); });
+  } catch (const std::system_error&) {
+    return false;
+  }
+  part(0);
+  second.join();
+  return true;
 }
 
 }  // namespace detail

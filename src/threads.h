@@ -1,8 +1,12 @@
-// Internal: the operators' only parallelism: independent tasks (the two
-// directions of a layer) on their own threads. Each task must write memory no
-// other task touches, so results do not depend on the thread count.
+// Internal: the operators' parallelism. Independent tasks (the two
+// directions of a layer, fixed halves of a product) on their own threads, and
+// a pair of threads in lockstep (one direction's hidden units in two halves,
+// a barrier per step). Every task writes memory no other task touches in the
+// same phase, and the work of a task never depends on the thread count, so
+// results do not either.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 
@@ -15,6 +19,22 @@ namespace detail {
 // per-task workspaces by it, so a concurrent set_num_threads cannot change the
 // split mid-call.
 void run_tasks(int64_t count, int64_t max_threads, const std::function<void(int64_t)>& task);
+
+// A barrier for the two threads of run_pair: spins briefly, then yields.
+class PairBarrier {
+ public:
+  void wait();
+
+ private:
+  std::atomic<int> arrived_{0};
+  std::atomic<int64_t> generation_{0};
+};
+
+// Runs part(0) on the calling thread and part(1) on a new one, at the same
+// time (the parts may meet at a PairBarrier). Returns false, having run
+// nothing, when no thread can be started: the caller then does the work
+// another way. Neither part may throw.
+bool run_pair(const std::function<void(int)>& part);
 
 }  // namespace detail
 }  // namespace lstmop

@@ -53,6 +53,21 @@ std::vector<LstmConfig> configs() {
     if (c.packed) c.lengths = random_lengths(c.T, c.B, rng);
     out.push_back(c);
   }
+  // One direction with enough recurrent work that two threads split the
+  // hidden units (lstm_forward.cpp, split mode): halves of 16 + 24 units (a
+  // partial panel), fixed and variable length, train and inference.
+  for (int variant = 0; variant < 3; ++variant) {
+    LstmConfig c;
+    c.T = 30;
+    c.B = 33;
+    c.I = 24;
+    c.H = 40;
+    c.L = 2;
+    c.packed = variant >= 1;
+    c.train = variant != 2;
+    if (c.packed) c.lengths = random_lengths(c.T, c.B, rng);
+    out.push_back(c);
+  }
   LstmConfig bf16 = out[0];
   bf16.dtype = DType::BFloat16;
   out.push_back(bf16);
