@@ -34,6 +34,9 @@ import lstm_bench_report as report  # noqa: E402
 from lstm_bench_peers import ModulePeer, SubprocessPeer, sgemm_rate  # noqa: E402
 
 
+SETTLE_S = 0.05  # pause before each multi-thread run (measure())
+
+
 def find_binary(explicit, name):
     if explicit:
         return explicit if os.access(explicit, os.X_OK) else None
@@ -140,6 +143,11 @@ def measure(problem, mode, threads, reps, peers, clock, log):
     for r in range(reps):
         shift = r % max(1, len(running))
         for peer in running[shift:] + running[:shift]:
+            if threads > 1:
+                # OpenMP workers of the previous peer (oneDNN's, torch's) spin for
+                # a while after their last parallel region; on a 2-core machine that
+                # takes a core from the next peer's first steps.
+                time.sleep(SETTLE_S)
             times[peer.name].append(peer.run_once())
     use_cpu = clock == "cpu" and threads == 1
     for peer in running:
