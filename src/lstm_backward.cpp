@@ -52,7 +52,14 @@ struct DirectionWorkspace {
   Workspace<Acc> d_gates_t, x_t, h_prev_t;
   Workspace<Acc> step[kSavedCount];  // one step's i, j, f, o, tanhc, c_prev (B, H)
   RecurrentProduct recurrent;         // float: w_hh (4H, H) packed for the dh product
+  RecurrentProduct part_recurrent[2]; // split mode: w_hh's columns of each part's units
 };
+
+// As the forward's split mode (lstm_forward.cpp): one direction on two
+// threads, the hidden units halved, when the layer's recurrent work is large.
+inline bool worth_splitting(const LstmDims& d) {
+  return d.H >= 32 && d.valid_rows() * d.H * 4 * d.H >= (int64_t(1) << 22);
+}
 
 template <class Acc>
 class BackwardDriver {
@@ -65,7 +72,12 @@ class BackwardDriver {
     arena_.add(x_, "a layer's input (valid rows, input_size)", N * max_in);
     arena_.add(d_out_, "the gradient of a layer's output (valid rows, D*H)", N * max_in);
     arena_.add(d_in_, "the gradient of a layer's input (valid rows, input_size)", N * max_in);
-    parallel_ = get_num_threads() >= 2 && d.D == 2;
+    const int threads = get_num_threads();
+    parallel_ = threads >= 2 && d.D == 2;
+    if constexpr (std::is_same_v<Acc, float>) {
+      split_ = threads >= 2 && d.D == 1 && worth_splitting(d);
+    }
+    u_split_ = d.H / 32 * 16;
     for (int64_t k = 0; k < d.D; ++k) {
       DirectionWorkspace<Acc>& w = dir_[k];
       // d_gates and w_ih of both directions meet in the d_in GEMMs.
@@ -73,7 +85,14 @@ class BackwardDriver {
       arena_.add(w.w_ih, "w_ih^T (input_size, 4H)", G * max_in);
       if (k > 0 && !parallel_) continue;
       arena_.add(w.w_hh, "w_hh (4H, H)", G * d.H);
-      if constexpr (std::is_same_v<Acc, float>) w.recurrent.allocate(arena_, G, d.H);
+      if constexpr (std::is_same_v<Acc, float>) {
+        w.recurrent.allocate(arena_, G, d.H);
+        if (split_) {
+          for (int p = 0; p < 2; ++p) {
+            w.part_recurrent[p].allocate(arena_, G, unit_end(p) - unit_begin(p));
+          }
+        }
+      }
       arena_.add(w.h_prev, "the previous hidden states (valid rows, H)", N * d.H);
       arena_.add(w.dh_state, "dh (B, H)", d.B * d.H);
       arena_.add(w.dc_state, "dc (B, H)", d.B * d.H);
@@ -147,21 +166,28 @@ class BackwardDriver {
     }
   }
 
-  // rows x H of slot s in a (S, B, H) view (hx entries, grad_hy, grad_cy), or zeros.
-  void load_slot_rows(const TensorView* v, int64_t s, int64_t first, int64_t rows, Acc* dst) const {
+  // Columns [u0, u1) of rows x H of slot s in a (S, B, H) view (hx entries,
+  // grad_hy, grad_cy), or zeros, into dst (rows, H) row stride H.
+  void load_slot_rows(const TensorView* v, int64_t s, int64_t first, int64_t rows, Acc* dst,
+                      int64_t u0, int64_t u1) const {
     if (v == nullptr || !v->defined) {
-      std::fill(dst, dst + rows * d_.H, Acc(0));
+      for (int64_t r = 0; r < rows; ++r) std::fill(dst + r * d_.H + u0, dst + r * d_.H + u1, Acc(0));
       return;
     }
-    gather_matrix<Acc>(*v, s * v->stride(0) + first * v->stride(1), rows, v->stride(1), d_.H,
-                       v->stride(2), dst, d_.H);
+    gather_matrix<Acc>(*v, s * v->stride(0) + first * v->stride(1) + u0 * v->stride(2), rows,
+                       v->stride(1), u1 - u0, v->stride(2), dst + u0, d_.H);
+  }
+  void load_slot_rows(const TensorView* v, int64_t s, int64_t first, int64_t rows,
+                      Acc* dst) const {
+    load_slot_rows(v, s, first, rows, dst, 0, d_.H);
   }
 
-  // rows x H at [s, t, first:] of a saved (S, T, B, H) view.
+  // Columns [u0, u1) of rows x H at [s, t, first:] of a saved (S, T, B, H) view.
   static void load_saved_rows(const TensorView& v, int64_t s, int64_t t, int64_t first,
-                              int64_t rows, int64_t H, Acc* dst) {
-    gather_matrix<Acc>(v, s * v.stride(0) + t * v.stride(1) + first * v.stride(2), rows,
-                       v.stride(2), H, v.stride(3), dst, H);
+                              int64_t rows, int64_t H, Acc* dst, int64_t u0, int64_t u1) {
+    gather_matrix<Acc>(v, s * v.stride(0) + t * v.stride(1) + first * v.stride(2) +
+                              u0 * v.stride(3),
+                       rows, v.stride(2), u1 - u0, v.stride(3), dst + u0, H);
   }
 
   // Step t of a direction started from step `prev` for rows b with b <
@@ -173,16 +199,17 @@ class BackwardDriver {
     return std::min(d_.step_batch[prev], d_.step_batch[t]);
   }
 
-  // h or c the step started from, rows 0..step_batch[t]-1, into dst (rows, H).
+  // Columns [u0, u1) of the h or c the step started from, rows
+  // 0..step_batch[t]-1, into dst (rows, H).
   void load_previous(const TensorView& saved, const TensorView* initial, int64_t s, int64_t dir,
-                     int64_t t, Acc* dst) const {
+                     int64_t t, Acc* dst, int64_t u0, int64_t u1) const {
     const int64_t rows = d_.step_batch[t];
     const int64_t from_saved = rows_from_saved(dir, t);
     if (from_saved > 0) {
-      load_saved_rows(saved, s, previous_step(dir, t), 0, from_saved, d_.H, dst);
+      load_saved_rows(saved, s, previous_step(dir, t), 0, from_saved, d_.H, dst, u0, u1);
     }
     if (rows > from_saved) {
-      load_slot_rows(initial, s, from_saved, rows - from_saved, dst + from_saved * d_.H);
+      load_slot_rows(initial, s, from_saved, rows - from_saved, dst + from_saved * d_.H, u0, u1);
     }
   }
 
@@ -195,72 +222,140 @@ class BackwardDriver {
     gather_matrix<Acc>(w_hh, 0, G, w_hh.stride(0), d_.H, w_hh.stride(1), w.w_hh.data(), d_.H);
   }
 
+  // Hidden units of part p: all of them, or in split mode two halves (the
+  // first a multiple of 16 units).
+  int64_t unit_begin(int p) const { return split_ && p == 1 ? u_split_ : 0; }
+  int64_t unit_end(int p) const { return split_ && p == 0 ? u_split_ : d_.H; }
+
+  // Step t's loads and cell pass for the hidden units of part p: d_gates[t]'s
+  // columns of those units and their dc state.
+  void step_cell(int64_t s, int64_t dir, int64_t t, int p, DirectionWorkspace<Acc>& own,
+                 DirectionWorkspace<Acc>& w) const {
+    const int64_t H = d_.H, G = 4 * H, DH = d_.D * H;
+    const int64_t u0 = unit_begin(p), u1 = unit_end(p);
+    const int64_t rows = d_.step_batch[t];
+    const int64_t off = d_.step_offset[t];
+    const TensorView* c0 = d_.has_hx ? &hx_[1] : nullptr;
+    const TensorView* saved_views[] = {g_.i, g_.j, g_.f, g_.o, g_.tanhc};
+    // A saved tensor already in the compute type with rows of H contiguous
+    // floats is read in place; any other is converted into the step buffer
+    // (the part's columns only).
+    const Acc* in[kSavedCount];
+    for (int k = 0; k < kCPrev; ++k) {
+      const TensorView& v = *saved_views[k];
+      if (v.dtype == dtype_of<Acc>() && v.stride(3) == 1 && v.stride(2) == H) {
+        in[k] = static_cast<const Acc*>(v.data) + s * v.stride(0) + t * v.stride(1);
+      } else {
+        load_saved_rows(v, s, t, 0, rows, H, w.step[k].data(), u0, u1);
+        in[k] = w.step[k].data();
+      }
+    }
+    load_previous(*g_.c, c0, s, dir, t, w.step[kCPrev].data(), u0, u1);
+    in[kCPrev] = w.step[kCPrev].data();
+    lstm_cell_backward<Acc>(rows, H, u0, u1, in[kI], in[kJ], in[kF], in[kO], in[kTanhc],
+                            in[kCPrev], d_out_.data() + off * DH + dir * H, DH,
+                            w.dh_state.data(), w.dc_state.data(), own.d_gates.data() + off * G);
+  }
+
+  // dh_state[:rows, units of p] = d_gates[t] (rows, 4H) * w_hh[:, units of p].
+  void step_dh(int64_t t, int p, DirectionWorkspace<Acc>& own, DirectionWorkspace<Acc>& w) const {
+    const int64_t H = d_.H, G = 4 * H;
+    const int64_t u0 = unit_begin(p), u1 = unit_end(p);
+    const int64_t rows = d_.step_batch[t];
+    const Acc* d_gates = own.d_gates.data() + d_.step_offset[t] * G;
+    if constexpr (std::is_same_v<Acc, float>) {
+      for (int64_t r = 0; r < rows; ++r) {
+        std::fill(w.dh_state.data() + r * H + u0, w.dh_state.data() + r * H + u1, 0.0f);
+      }
+      const RecurrentProduct& product = split_ ? w.part_recurrent[p] : w.recurrent;
+      product.accumulate(rows, d_gates, G, w.dh_state.data() + u0, H);
+    } else {
+      (void)u0, (void)u1;
+      gemm(Transpose::No, Transpose::No, rows, H, G, Acc(1), d_gates, G, w.w_hh.data(), H,
+           Acc(0), w.dh_state.data(), H);
+    }
+  }
+
+  // The time loop for parts [p0, p1): per step every part's cell pass, then
+  // (after the barrier, with two threads: each step's dh product reads the
+  // d_gates columns of both parts) every part's dh columns. A part's next
+  // cell pass reads only its own dh and dc columns, and writes other rows of
+  // d_gates, so one barrier per step suffices.
+  void time_loop(int64_t s, int64_t dir, int p0, int p1, PairBarrier* barrier,
+                 DirectionWorkspace<Acc>& own, DirectionWorkspace<Acc>& w) const {
+    for (int64_t n = 0; n < d_.T; ++n) {
+      const int64_t t = dir == 0 ? d_.T - 1 - n : n;
+      for (int p = p0; p < p1; ++p) step_cell(s, dir, t, p, own, w);
+      if (barrier != nullptr) barrier->wait();
+      for (int p = p0; p < p1; ++p) step_dh(t, p, own, w);
+    }
+  }
+
+  // dw_ih (4H, I_l) = d_gates^T x_l and dw_hh (4H, H) = d_gates^T h_prev over
+  // chunks of kWeightGradChunk rows in order, each operand transposed first
+  // (transpose.h), the 4H rows of the results in two fixed halves (the same
+  // calls whatever the thread count). Parts [p0, p1) of {0, 1}: half p of
+  // the rows of d_gates^T and of the products; part 0 transposes x_l, part 1
+  // h_prev; with two threads a barrier between the transposes and the
+  // products, and before the next chunk's transposes.
+  void weight_grads(int64_t in_size, int p0, int p1, PairBarrier* barrier,
+                    DirectionWorkspace<Acc>& own, DirectionWorkspace<Acc>& w) const {
+    const int64_t H = d_.H, G = 4 * H, N = d_.valid_rows(), half = G / 2;
+    for (int64_t r0 = 0; r0 < N; r0 += kWeightGradChunk) {
+      const int64_t rows = std::min(kWeightGradChunk, N - r0);
+      const Acc beta = r0 == 0 ? Acc(0) : Acc(1);
+      if (r0 > 0 && barrier != nullptr) barrier->wait();
+      for (int p = p0; p < p1; ++p) {
+        transpose(rows, half, own.d_gates.data() + r0 * G + p * half, G,
+                  w.d_gates_t.data() + p * half * rows, rows);
+        if (p == 0) {
+          transpose(rows, in_size, x_.data() + r0 * in_size, in_size, w.x_t.data(), rows);
+        } else {
+          transpose(rows, H, w.h_prev.data() + r0 * H, H, w.h_prev_t.data(), rows);
+        }
+      }
+      if (barrier != nullptr) barrier->wait();
+      for (int p = p0; p < p1; ++p) {
+        const Acc* a = w.d_gates_t.data() + p * half * rows;
+        gemm(Transpose::No, Transpose::Yes, half, in_size, rows, Acc(1), a, rows, w.x_t.data(),
+             rows, beta, w.dw_ih.data() + p * half * in_size, in_size);
+        gemm(Transpose::No, Transpose::Yes, half, H, rows, Acc(1), a, rows, w.h_prev_t.data(),
+             rows, beta, w.dw_hh.data() + p * half * H, H);
+      }
+    }
+  }
+
   void run_direction(int64_t l, int64_t dir) {
     DirectionWorkspace<Acc>& own = dir_[dir];          // d_gates, w_ih
     DirectionWorkspace<Acc>& w = dir_[parallel_ ? dir : 0];  // the rest
     const int64_t s = l * d_.D + dir;
-    const int64_t H = d_.H, G = 4 * H, DH = d_.D * H, N = d_.valid_rows();
+    const int64_t H = d_.H, G = 4 * H, N = d_.valid_rows();
     const int64_t in_size = d_.slot_input_size[s];
     const TensorView* h0 = d_.has_hx ? &hx_[0] : nullptr;
-    const TensorView* c0 = d_.has_hx ? &hx_[1] : nullptr;
     load_weights(s, own, w);
-    if constexpr (std::is_same_v<Acc, float>) w.recurrent.set_b(w.w_hh.data(), H);
+    if constexpr (std::is_same_v<Acc, float>) {
+      if (split_) {
+        for (int p = 0; p < 2; ++p) w.part_recurrent[p].set_b(w.w_hh.data() + unit_begin(p), H);
+      } else {
+        w.recurrent.set_b(w.w_hh.data(), H);
+      }
+    }
     for (int64_t t = 0; t < d_.T; ++t) {
-      load_previous(*g_.h, h0, s, dir, t, w.h_prev.data() + d_.step_offset[t] * H);
+      load_previous(*g_.h, h0, s, dir, t, w.h_prev.data() + d_.step_offset[t] * H, 0, H);
     }
     load_slot_rows(g_.grad_hy, s, 0, d_.B, w.dh_state.data());
     load_slot_rows(g_.grad_cy, s, 0, d_.B, w.dc_state.data());
 
-    const TensorView* saved_views[] = {g_.i, g_.j, g_.f, g_.o, g_.tanhc};
-    Acc* step[kSavedCount];
-    for (int k = 0; k < kSavedCount; ++k) step[k] = w.step[k].data();
-    for (int64_t n = 0; n < d_.T; ++n) {
-      const int64_t t = dir == 0 ? d_.T - 1 - n : n;
-      const int64_t rows = d_.step_batch[t];
-      const int64_t off = d_.step_offset[t];
-      // A saved tensor already in the compute type with rows of H contiguous
-      // floats is read in place; any other is converted into the step buffer.
-      const Acc* in[kSavedCount];
-      for (int k = 0; k < kCPrev; ++k) {
-        const TensorView& v = *saved_views[k];
-        if (v.dtype == dtype_of<Acc>() && v.stride(3) == 1 && v.stride(2) == H) {
-          in[k] = static_cast<const Acc*>(v.data) + s * v.stride(0) + t * v.stride(1);
-        } else {
-          load_saved_rows(v, s, t, 0, rows, H, step[k]);
-          in[k] = step[k];
-        }
-      }
-      load_previous(*g_.c, c0, s, dir, t, step[kCPrev]);
-      in[kCPrev] = step[kCPrev];
-      Acc* d_gates = own.d_gates.data() + off * G;
-      lstm_cell_backward<Acc>(rows, H, 0, H, in[kI], in[kJ], in[kF], in[kO], in[kTanhc],
-                              in[kCPrev], d_out_.data() + off * DH + dir * H, DH,
-                              w.dh_state.data(), w.dc_state.data(), d_gates);
-      // (rows, H) = (rows, 4H) * (4H, H)
-      if constexpr (std::is_same_v<Acc, float>) {
-        std::fill(w.dh_state.data(), w.dh_state.data() + rows * H, 0.0f);
-        w.recurrent.accumulate(rows, d_gates, G, w.dh_state.data(), H);
-      } else {
-        gemm(Transpose::No, Transpose::No, rows, H, G, Acc(1), d_gates, G, w.w_hh.data(), H,
-             Acc(0), w.dh_state.data(), H);
-      }
+    const bool paired = split_ && run_pair([&](int p) {
+      time_loop(s, dir, p, p + 1, &barrier_, own, w);
+      weight_grads(in_size, p, p + 1, &barrier_, own, w);
+    });
+    if (!paired) {
+      time_loop(s, dir, 0, split_ ? 2 : 1, nullptr, own, w);
+      weight_grads(in_size, 0, 2, nullptr, own, w);
     }
     scatter_matrix<Acc>(w.dh_state.data(), H, d_.B, H, out_.dh0, s * d_.B * H, H, 1);
     scatter_matrix<Acc>(w.dc_state.data(), H, d_.B, H, out_.dc0, s * d_.B * H, H, 1);
-
-    // (4H, I_l) = (N, 4H)^T * (N, I_l);  (4H, H) = (N, 4H)^T * (N, H), over chunks of
-    // kWeightGradChunk rows in order, each operand transposed first (transpose.h).
-    for (int64_t r0 = 0; r0 < N; r0 += kWeightGradChunk) {
-      const int64_t rows = std::min(kWeightGradChunk, N - r0);
-      const Acc beta = r0 == 0 ? Acc(0) : Acc(1);
-      transpose(rows, G, own.d_gates.data() + r0 * G, G, w.d_gates_t.data(), rows);
-      transpose(rows, in_size, x_.data() + r0 * in_size, in_size, w.x_t.data(), rows);
-      transpose(rows, H, w.h_prev.data() + r0 * H, H, w.h_prev_t.data(), rows);
-      gemm(Transpose::No, Transpose::Yes, G, in_size, rows, Acc(1), w.d_gates_t.data(), rows,
-           w.x_t.data(), rows, beta, w.dw_ih.data(), in_size);
-      gemm(Transpose::No, Transpose::Yes, G, H, rows, Acc(1), w.d_gates_t.data(), rows,
-           w.h_prev_t.data(), rows, beta, w.dw_hh.data(), H);
-    }
     const int64_t base = s * d_.params_per_slot;
     scatter_matrix<Acc>(w.dw_ih.data(), in_size, G, in_size, out_.dparams[base], 0, in_size, 1);
     scatter_matrix<Acc>(w.dw_hh.data(), H, G, H, out_.dparams[base + 1], 0, H, 1);
@@ -298,6 +393,9 @@ class BackwardDriver {
   const TensorList& params_;
   const BackwardOutputs& out_;
   bool parallel_ = false;
+  bool split_ = false;
+  int64_t u_split_ = 0;
+  mutable PairBarrier barrier_;
   WorkspaceArena arena_;
   Workspace<Acc> x_, d_out_, d_in_;
   DirectionWorkspace<Acc> dir_[2];

@@ -68,6 +68,12 @@ std::vector<LstmConfig> configs() {
     if (c.packed) c.lengths = random_lengths(c.T, c.B, rng);
     out.push_back(c);
   }
+  // The split backward converting bfloat16 saved tensors column range by
+  // column range.
+  LstmConfig split_bf16 = out.back();
+  split_bf16.train = true;
+  split_bf16.dtype = DType::BFloat16;
+  out.push_back(split_bf16);
   LstmConfig bf16 = out[0];
   bf16.dtype = DType::BFloat16;
   out.push_back(bf16);
