@@ -53,7 +53,7 @@ class ModulePeer:
         self.problem, self.mode, self.threads = problem, mode, threads
         self.info = ""
 
-    def start(self):
+    def start(self, warm_up=True):
         p = self.problem
         set_threads(self.threads)
         torch.manual_seed(p.seed)
@@ -74,7 +74,8 @@ class ModulePeer:
                 self.input = PackedSequence(self.input_leaf, packed.batch_sizes)
             self.params = list(self.module.parameters())
             self.grad_y = None
-            self.run_once()  # warm-up, and the first run can fail on an unsupported dtype
+            if warm_up:
+                self.run_once()  # warm-up, and the first run can fail on an unsupported dtype
         except RuntimeError as error:  # e.g. "addmm_impl_cpu_" not implemented for 'Half'
             return f"unsupported: {str(error).splitlines()[0][:160]}"
         return None

@@ -1,6 +1,9 @@
-// float: oneDNN's dnnl_sgemm (row-major), measured on this machine at
-// 220-245 GFLOP/s on one core for the input projection against ~120 for
-// OpenBLAS and ~20 for the plain loops below. oneDNN here is built on OpenMP;
+// float: oneDNN's dnnl_sgemm (row-major). By the performance issue's figures
+// it runs at 220-245 GFLOP/s on one core of the AVX-512 machine kind against
+// ~120 for OpenBLAS; on the AVX2 development machine both reach 60-75 (FMA
+// peak ~87), with dnnl's TN form at half its NT rate for the weight
+// gradients' shapes (so the drivers transpose and call NT; docs/performance.md,
+// bench/gemm_study). The plain loops below run ~20. oneDNN here is built on OpenMP;
 // every call runs with one OpenMP thread (see OneOpenMpThread) so its
 // blocking, hence every bit of C, does not depend on lstmop's or the caller's
 // thread settings; lstmop's own parallelism is in the drivers.
