@@ -104,11 +104,31 @@ LSTMOP_TARGET_AVX2 inline __m256 preactivation(__m256i m, const float* a, const 
 
 // Saved-tensor stores: float directly, other storage types rounded element
 // by element (StoreAs, round to nearest even).
+// 8 floats rounded to bfloat16 bits (float_to_bfloat16 of tensor.h: nearest
+// even, NaN quieted with sign and payload kept), in the low 128 bits.
+LSTMOP_TARGET_AVX2 inline __m128i to_bfloat16(__m256 v) {
+  const __m256i x = _mm256_castps_si256(v);
+  const __m256i upper = _mm256_srli_epi32(x, 16);
+  const __m256i rounding =
+      _mm256_add_epi32(_mm256_set1_epi32(0x7fff), _mm256_and_si256(upper, _mm256_set1_epi32(1)));
+  const __m256i rounded = _mm256_srli_epi32(_mm256_add_epi32(x, rounding), 16);
+  const __m256i quiet_nan = _mm256_or_si256(upper, _mm256_set1_epi32(0x0040));
+  const __m256i is_nan = _mm256_castps_si256(_mm256_cmp_ps(v, v, _CMP_UNORD_Q));
+  const __m256i bits = _mm256_blendv_epi8(rounded, quiet_nan, is_nan);
+  // 32-bit lanes (all <= 0xffff) to 16 bits: pack within 128-bit halves, then
+  // gather the two useful quarters.
+  const __m256i packed = _mm256_packus_epi32(bits, bits);
+  return _mm256_castsi256_si128(_mm256_permute4x64_epi64(packed, 0x08));
+}
+
 template <bool kFull, class S>
 LSTMOP_TARGET_AVX2 inline void store_saved(S* dst, __m256i m, int64_t count, __m256 v) {
   if constexpr (std::is_same_v<S, float>) {
     (void)count;
     store<kFull>(m, dst, v);
+  } else if constexpr (std::is_same_v<S, BFloat16> && kFull) {
+    (void)m, (void)count;
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(dst), to_bfloat16(v));
   } else {
     alignas(32) float tmp[kLanes];
     _mm256_store_ps(tmp, v);

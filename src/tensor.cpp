@@ -104,24 +104,6 @@ float half_to_float(uint16_t bits) {
 // bfloat16: the upper 16 bits of a float32.
 // ---------------------------------------------------------------------------
 
-uint16_t float_to_bfloat16(float value) {
-  uint32_t x;
-  std::memcpy(&x, &value, sizeof x);
-  if ((x & 0x7fffffffu) > 0x7f800000u) {
-    return static_cast<uint16_t>((x >> 16) | 0x0040u);  // quiet NaN, sign and payload kept
-  }
-  // Round to nearest even on the 16 dropped bits; overflow correctly becomes Inf.
-  const uint32_t rounding = 0x7fffu + ((x >> 16) & 1u);
-  return static_cast<uint16_t>((x + rounding) >> 16);
-}
-
-float bfloat16_to_float(uint16_t bits) {
-  const uint32_t x = static_cast<uint32_t>(bits) << 16;
-  float f;
-  std::memcpy(&f, &x, sizeof f);
-  return f;
-}
-
 Half::Half(float value) : bits(float_to_half(value)) {}
 Half::operator float() const { return half_to_float(bits); }
 BFloat16::BFloat16(float value) : bits(float_to_bfloat16(value)) {}

@@ -185,6 +185,19 @@ TEST(SavedTensors, MeaningFloat64) {
   }
 }
 
+// 16-bit storage: the vector cell pass rounds the saved tensors itself
+// (bfloat16 eight at a time), the output goes through the scalar rounding of
+// tensor.h; the copy check compares the two bitwise. H = 19: two full
+// vectors and a tail.
+TEST(SavedTensors, MeaningSixteenBit) {
+  for (DType dtype : {DType::BFloat16, DType::Float16}) {
+    for (LstmConfig cfg : configs(dtype)) {
+      cfg.H = 19;
+      check_saved_meaning(cfg, kImplementations[0]);
+    }
+  }
+}
+
 // Variable-length reverse direction with an empty hx: carried state is 0.
 TEST(SavedTensors, InvalidPositionsWithEmptyHxAreZeroState) {
   LstmConfig c;
