@@ -34,7 +34,7 @@ import lstm_bench_report as report  # noqa: E402
 from lstm_bench_peers import ModulePeer, SubprocessPeer, sgemm_rate  # noqa: E402
 
 
-SETTLE_S = 0.05  # pause before each multi-thread run (measure())
+SETTLE_S = 0.25  # pause before each multi-thread run (measure())
 
 
 def find_binary(explicit, name):
