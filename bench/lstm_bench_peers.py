@@ -38,10 +38,20 @@ _BLAS_SETTERS = _blas_thread_setters()
 
 
 def set_threads(threads):
-    """Thread count for everything in this process: torch (the plugin follows it) and BLAS."""
+    """Thread count for everything in this process: torch (the plugin follows it) and BLAS.
+    Only when it changes: torch.set_num_threads restarts torch's OpenMP pool, whose workers
+    then spin for tens of milliseconds; called before every run it took a core from the
+    run that followed (measured: lstmop's 2-thread S2 inference 21 -> 49 ms)."""
+    global _THREADS_SET
+    if _THREADS_SET == threads:
+        return
     torch.set_num_threads(threads)
     for setter in _BLAS_SETTERS:
         setter(threads)
+    _THREADS_SET = threads
+
+
+_THREADS_SET = None
 
 
 class ModulePeer:

@@ -40,6 +40,12 @@ enum SavedIndex { kI, kJ, kF, kO, kTanhc, kCPrev, kSavedCount };
 // so the sums' order never depends on the thread count.
 constexpr int64_t kWeightGradChunk = 1024;
 
+// Row stride of a transposed chunk of `rows` columns: a multiple of 16 floats
+// but never of 1024, so the transpose's 32 destination rows do not all fall
+// into the same L1 set (a 4 KiB stride made the copy several times slower).
+constexpr int64_t kPad = 16;
+constexpr int64_t transposed_stride(int64_t rows) { return (rows + 15) / 16 * 16 + kPad; }
+
 template <class Acc>
 constexpr DType dtype_of() {
   return std::is_same_v<Acc, float> ? DType::Float32 : DType::Float64;
@@ -82,7 +88,7 @@ class BackwardDriver {
       DirectionWorkspace<Acc>& w = dir_[k];
       // d_gates and w_ih of both directions meet in the d_in GEMMs.
       arena_.add(w.d_gates, "the gate gradients (valid rows, 4H)", N * G);
-      arena_.add(w.w_ih, "w_ih^T (input_size, 4H)", G * max_in);
+      arena_.add(w.w_ih, "w_ih^T (input_size, 4H)", (G + kPad) * max_in);
       if (k > 0 && !parallel_) continue;
       arena_.add(w.w_hh, "w_hh (4H, H)", G * d.H);
       if constexpr (std::is_same_v<Acc, float>) {
@@ -99,7 +105,7 @@ class BackwardDriver {
       arena_.add(w.dw_ih, "dw_ih (4H, input_size)", G * max_in);
       arena_.add(w.dw_hh, "dw_hh (4H, H)", G * d.H);
       arena_.add(w.db, "db (4H)", G);
-      const int64_t chunk = std::min(N, kWeightGradChunk);
+      const int64_t chunk = transposed_stride(std::min(N, kWeightGradChunk));
       arena_.add(w.d_gates_t, "a chunk of the gate gradients, transposed (4H, rows)", G * chunk);
       arena_.add(w.x_t, "a chunk of a layer's input, transposed (input_size, rows)",
                  max_in * chunk);
@@ -130,7 +136,7 @@ class BackwardDriver {
         const int64_t r0 = part * half, rows = std::min(N, r0 + half) - r0;
         for (int64_t dir = 0; dir < d_.D; ++dir) {
           gemm(Transpose::No, Transpose::Yes, rows, in_size, G, Acc(1),
-               dir_[dir].d_gates.data() + r0 * G, G, dir_[dir].w_ih.data(), G,
+               dir_[dir].d_gates.data() + r0 * G, G, dir_[dir].w_ih.data(), G + kPad,
                dir == 0 ? Acc(0) : Acc(1), d_in_.data() + r0 * in_size, in_size);
         }
       });
@@ -221,7 +227,7 @@ class BackwardDriver {
     // weight gradients), then transposed (a strided gather is several times slower).
     gather_matrix<Acc>(w_ih, 0, G, w_ih.stride(0), in_size, w_ih.stride(1), w.dw_ih.data(),
                        in_size);
-    transpose(G, in_size, w.dw_ih.data(), in_size, wi.w_ih.data(), G);
+    transpose(G, in_size, w.dw_ih.data(), in_size, wi.w_ih.data(), G + kPad);
     gather_matrix<Acc>(w_hh, 0, G, w_hh.stride(0), d_.H, w_hh.stride(1), w.w_hh.data(), d_.H);
   }
 
@@ -306,24 +312,25 @@ class BackwardDriver {
     const int64_t H = d_.H, G = 4 * H, N = d_.valid_rows(), half = G / 2;
     for (int64_t r0 = 0; r0 < N; r0 += kWeightGradChunk) {
       const int64_t rows = std::min(kWeightGradChunk, N - r0);
+      const int64_t ld = transposed_stride(rows);
       const Acc beta = r0 == 0 ? Acc(0) : Acc(1);
       if (r0 > 0 && barrier != nullptr) barrier->wait();
       for (int p = p0; p < p1; ++p) {
         transpose(rows, half, own.d_gates.data() + r0 * G + p * half, G,
-                  w.d_gates_t.data() + p * half * rows, rows);
+                  w.d_gates_t.data() + p * half * ld, ld);
         if (p == 0) {
-          transpose(rows, in_size, x_.data() + r0 * in_size, in_size, w.x_t.data(), rows);
+          transpose(rows, in_size, x_.data() + r0 * in_size, in_size, w.x_t.data(), ld);
         } else {
-          transpose(rows, H, w.h_prev.data() + r0 * H, H, w.h_prev_t.data(), rows);
+          transpose(rows, H, w.h_prev.data() + r0 * H, H, w.h_prev_t.data(), ld);
         }
       }
       if (barrier != nullptr) barrier->wait();
       for (int p = p0; p < p1; ++p) {
-        const Acc* a = w.d_gates_t.data() + p * half * rows;
-        gemm(Transpose::No, Transpose::Yes, half, in_size, rows, Acc(1), a, rows, w.x_t.data(),
-             rows, beta, w.dw_ih.data() + p * half * in_size, in_size);
-        gemm(Transpose::No, Transpose::Yes, half, H, rows, Acc(1), a, rows, w.h_prev_t.data(),
-             rows, beta, w.dw_hh.data() + p * half * H, H);
+        const Acc* a = w.d_gates_t.data() + p * half * ld;
+        gemm(Transpose::No, Transpose::Yes, half, in_size, rows, Acc(1), a, ld, w.x_t.data(),
+             ld, beta, w.dw_ih.data() + p * half * in_size, in_size);
+        gemm(Transpose::No, Transpose::Yes, half, H, rows, Acc(1), a, ld, w.h_prev_t.data(),
+             ld, beta, w.dw_hh.data() + p * half * H, H);
       }
     }
   }
