@@ -73,6 +73,20 @@ std::vector<LstmConfig> configs() {
     if (c.packed) c.lengths = random_lengths(c.T, c.B, rng);
     out.push_back(c);
   }
+  // One direction with enough recurrent work for split mode on two threads
+  // (the hidden units halved, a barrier per step; lstm_forward.cpp), fixed and
+  // variable length, float32 and bfloat16.
+  for (int k = 0; k < 2; ++k) {
+    LstmConfig c;
+    c.dtype = k == 0 ? DType::Float32 : DType::BFloat16;
+    c.T = 20;
+    c.B = 10;
+    c.I = 5;
+    c.H = 96;  // 164 or 200 valid rows x 96 x 384 multiply-adds: above split mode's 2^22
+    c.packed = k == 1;
+    if (c.packed) c.lengths = {20, 20, 19, 18, 17, 16, 15, 14, 13, 12};
+    out.push_back(c);
+  }
   return out;
 }
 
