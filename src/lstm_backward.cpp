@@ -86,8 +86,12 @@ class BackwardDriver {
     u_split_ = d.H / 32 * 16;
     for (int64_t k = 0; k < d.D; ++k) {
       DirectionWorkspace<Acc>& w = dir_[k];
-      // d_gates and w_ih of both directions meet in the d_in GEMMs.
-      arena_.add(w.d_gates, "the gate gradients (valid rows, 4H)", N * G);
+      // With the directions in parallel, d_gates and w_ih of both meet in the
+      // d_in GEMMs; one after the other, each direction adds its share of d_in
+      // when it is done and the second reuses the first's d_gates.
+      if (k == 0 || parallel_) {
+        arena_.add(w.d_gates, "the gate gradients (valid rows, 4H)", N * G);
+      }
       arena_.add(w.w_ih, "w_ih^T (input_size, 4H)", (G + kPad) * max_in);
       if (k > 0 && !parallel_) continue;
       arena_.add(w.w_hh, "w_hh (4H, H)", G * d.H);
@@ -114,6 +118,7 @@ class BackwardDriver {
       for (Workspace<Acc>& b : w.step) arena_.add(b, "one step's saved tensors (B, H)", d.B * d.H);
     }
     arena_.commit();
+    if (d.D == 2 && !parallel_) dir_[1].d_gates = dir_[0].d_gates;
   }
 
   void run() {
@@ -126,20 +131,15 @@ class BackwardDriver {
     for (int64_t l = d_.L - 1; l >= 0; --l) {
       const int64_t in_size = d_.slot_input_size[l * d_.D];
       load_layer_input(l);
-      run_tasks(d_.D, parallel_ ? d_.D : 1, [&](int64_t dir) { run_direction(l, dir); });
-      // d_in (N, I_l) = sum_d d_gates_d (N, 4H) * w_ih_d (4H, I_l), directions in
-      // order; w_ih_d is held transposed (the NT form is the faster one, transpose.h).
-      // Two fixed halves of the rows (whatever the thread count, so the same
-      // calls and bits), on two threads when there are.
-      const int64_t N = d_.valid_rows(), G = 4 * d_.H, half = (N + 1) / 2;
-      run_tasks(2, get_num_threads() >= 2 ? 2 : 1, [&](int64_t part) {
-        const int64_t r0 = part * half, rows = std::min(N, r0 + half) - r0;
+      if (parallel_) {
+        run_tasks(d_.D, d_.D, [&](int64_t dir) { run_direction(l, dir); });
+        for (int64_t dir = 0; dir < d_.D; ++dir) add_input_gradient(in_size, dir);
+      } else {
         for (int64_t dir = 0; dir < d_.D; ++dir) {
-          gemm(Transpose::No, Transpose::Yes, rows, in_size, G, Acc(1),
-               dir_[dir].d_gates.data() + r0 * G, G, dir_[dir].w_ih.data(), G + kPad,
-               dir == 0 ? Acc(0) : Acc(1), d_in_.data() + r0 * in_size, in_size);
+          run_direction(l, dir);
+          add_input_gradient(in_size, dir);
         }
-      });
+      }
       std::swap(d_in_, d_out_);  // d_out_ now holds the gradient of layer l-1's output
     }
     write_dx(d_out_.data());
@@ -380,6 +380,21 @@ class BackwardDriver {
       scatter_matrix<Acc>(db, G, 1, G, out_.dparams[base + 2], 0, G, 1);
       scatter_matrix<Acc>(db, G, 1, G, out_.dparams[base + 3], 0, G, 1);
     }
+  }
+
+  // d_in (N, I_l) (+)= d_gates_dir (N, 4H) * w_ih_dir (4H, I_l): direction 0
+  // writes, direction 1 adds, so d_in = sum over directions in order; w_ih is
+  // held transposed (the NT form is the faster one, transpose.h). Two fixed
+  // halves of the rows (whatever the thread count, so the same calls and
+  // bits), on two threads when there are.
+  void add_input_gradient(int64_t in_size, int64_t dir) {
+    const int64_t N = d_.valid_rows(), G = 4 * d_.H, half = (N + 1) / 2;
+    run_tasks(2, get_num_threads() >= 2 ? 2 : 1, [&](int64_t part) {
+      const int64_t r0 = part * half, rows = std::min(N, r0 + half) - r0;
+      gemm(Transpose::No, Transpose::Yes, rows, in_size, G, Acc(1),
+           dir_[dir].d_gates.data() + r0 * G, G, dir_[dir].w_ih.data(), G + kPad,
+           dir == 0 ? Acc(0) : Acc(1), d_in_.data() + r0 * in_size, in_size);
+    });
   }
 
   void write_dx(const Acc* d_in) const {
