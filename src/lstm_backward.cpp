@@ -61,12 +61,6 @@ struct DirectionWorkspace {
   RecurrentProduct part_recurrent[2]; // split mode: w_hh's columns of each part's units
 };
 
-// As the forward's split mode (lstm_forward.cpp): one direction on two
-// threads, the hidden units halved, when the layer's recurrent work is large.
-inline bool worth_splitting(const LstmDims& d) {
-  return d.H >= 32 && d.valid_rows() * d.H * 4 * d.H >= (int64_t(1) << 22);
-}
-
 template <class Acc>
 class BackwardDriver {
  public:

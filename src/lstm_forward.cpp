@@ -44,13 +44,6 @@ struct DirectionWorkspace {
   RecurrentProduct part_recurrent[2][4];
 };
 
-// Split mode pays a thread start and a barrier per step: only for a layer
-// with enough recurrent work (at least 2^22 multiply-adds in all) and
-// hidden units to halve along 16-column panels.
-inline bool worth_splitting(const LstmDims& d) {
-  return d.H >= 32 && d.valid_rows() * d.H * 4 * d.H >= (int64_t(1) << 22);
-}
-
 template <class Acc, class S>
 class ForwardDriver {
   static constexpr bool kRowMajorWeights = std::is_same_v<Acc, float>;
