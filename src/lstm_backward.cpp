@@ -90,7 +90,7 @@ class BackwardDriver {
       if (k > 0 && !parallel_) continue;
       arena_.add(w.w_hh, "w_hh (4H, H)", G * d.H);
       if constexpr (std::is_same_v<Acc, float>) {
-        w.recurrent.allocate(arena_, G, d.H);
+        if (!split_) w.recurrent.allocate(arena_, G, d.H);
         if (split_) {
           for (int p = 0; p < 2; ++p) {
             w.part_recurrent[p].allocate(arena_, G, unit_end(p) - unit_begin(p));

@@ -75,7 +75,7 @@ class ForwardDriver {
       arena_.add(w.h_state, "the hidden state (B, H)", d.B * d.H);
       arena_.add(w.c_state, "the cell state (B, H)", d.B * d.H);
       if constexpr (std::is_same_v<Acc, float>) {
-        w.recurrent.allocate(arena_, d.H, G);
+        if (!split_) w.recurrent.allocate(arena_, d.H, G);
         if (split_) {
           arena_.add(w.h_init, "the initial hidden state (B, H)", d.B * d.H);
           for (int p = 0; p < 2; ++p) {

@@ -120,7 +120,6 @@ Helper* helper() {
 
 }  // namespace
 
-
 void run_tasks(int64_t count, int64_t max_threads, const std::function<void(int64_t)>& task) {
   const int64_t workers = std::min<int64_t>(max_threads, count);
   if (workers <= 1) {
