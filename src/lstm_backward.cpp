@@ -77,7 +77,7 @@ class BackwardDriver {
     if constexpr (std::is_same_v<Acc, float>) {
       split_ = threads >= 2 && d.D == 1 && worth_splitting(d);
     }
-    u_split_ = d.H / 32 * 16;
+    u_split_ = split_units(d.H);
     for (int64_t k = 0; k < d.D; ++k) {
       DirectionWorkspace<Acc>& w = dir_[k];
       // With the directions in parallel, d_gates and w_ih of both meet in the
@@ -382,9 +382,10 @@ class BackwardDriver {
   // halves of the rows (whatever the thread count, so the same calls and
   // bits), on two threads when there are.
   void add_input_gradient(int64_t in_size, int64_t dir) {
-    const int64_t N = d_.valid_rows(), G = 4 * d_.H, half = (N + 1) / 2;
+    const int64_t G = 4 * d_.H;
     run_tasks(2, get_num_threads() >= 2 ? 2 : 1, [&](int64_t part) {
-      const int64_t r0 = part * half, rows = std::min(N, r0 + half) - r0;
+      const RowHalf h = row_half(d_.valid_rows(), part);
+      const int64_t r0 = h.first, rows = h.count;
       gemm(Transpose::No, Transpose::Yes, rows, in_size, G, Acc(1),
            dir_[dir].d_gates.data() + r0 * G, G, dir_[dir].w_ih.data(), G + kPad,
            dir == 0 ? Acc(0) : Acc(1), d_in_.data() + r0 * in_size, in_size);

@@ -63,8 +63,7 @@ class ForwardDriver {
     if constexpr (std::is_same_v<Acc, float>) {
       split_ = threads >= 2 && d.D == 1 && worth_splitting(d);
     }
-    // Part 0 gets the first u_split_ hidden units, a multiple of 16.
-    u_split_ = d.H / 32 * 16;
+    u_split_ = split_units(d.H);
     for (int64_t k = 0; k < (parallel_ ? d.D : 1); ++k) {
       DirectionWorkspace<Acc>& w = dir_[k];
       arena_.add(w.gates, "the gates (valid rows, 4H)", N * G);
@@ -195,8 +194,9 @@ class ForwardDriver {
   // gates (N, 4H) = x_l (N, I_l) * w_ih^T for one of two fixed halves of the
   // rows (the same calls whatever the thread count, hence the same bits).
   void project_half(int half, int64_t in_size, const Acc* x, DirectionWorkspace<Acc>& w) const {
-    const int64_t N = d_.valid_rows(), G = 4 * d_.H, rows_half = (N + 1) / 2;
-    const int64_t r0 = half * rows_half, rows = std::min(N, r0 + rows_half) - r0;
+    const int64_t G = 4 * d_.H;
+    const RowHalf part = row_half(d_.valid_rows(), half);
+    const int64_t r0 = part.first, rows = part.count;
     if constexpr (kRowMajorWeights) {
       gemm(Transpose::No, Transpose::Yes, rows, G, in_size, Acc(1), x + r0 * in_size, in_size,
            w.w_ih.data(), in_size, Acc(0), w.gates.data() + r0 * G, G);
