@@ -296,7 +296,8 @@ class OnednnLstm {
     // bfloat16 backward: try the data-type combinations oneDNN may accept.
     std::vector<Types> candidates{{data, data, dt::f32}, {data, data, data}, {data, dt::f32, dt::f32}};
     if (data == dt::f32) candidates = {{dt::f32, dt::f32, dt::f32}};
-    for (const Types& t : candidates) {
+    // A combination oneDNN rejects throws from the desc constructor: try the next one.
+    for (const Types& t : candidates) try {
       dnnl::lstm_backward::desc bwd_desc(
           dnnl::prop_kind::backward, dir, md(layer_in, data, tag::tnc), md(state, data, tag::ldnc),
           md(state, dt::f32, tag::ldnc), md(w_layer, data, tag::any), md(w_iter, data, tag::any),
@@ -308,6 +309,8 @@ class OnednnLstm {
           md(state, t.diff_data, tag::ldnc), md(state, dt::f32, tag::ldnc));
       L.bwd_pd = dnnl::lstm_backward::primitive_desc(bwd_desc, eng_, L.fwd_pd, true);
       if (L.bwd_pd) break;
+    } catch (const dnnl::error&) {
+      continue;
     }
     if (!L.bwd_pd) throw Unsupported("oneDNN has no LSTM backward for dtype " + c_.dtype + " on this CPU");
     if (L.bwd_pd.diff_dst_layer_desc().data_type() != grad_y_.get_desc().data_type() && l + 1 == c_.layers)
