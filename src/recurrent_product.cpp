@@ -9,6 +9,7 @@
 
 #include "kernels/recurrent_gemm.h"
 #include "lstm_cell_avx2.h"
+#include "recurrent_product_isa.h"
 #endif
 
 namespace lstmop {
@@ -135,6 +136,8 @@ LSTMOP_TARGET_AVX2 void tile_rest(int64_t rows, int64_t k, const float* a, int64
 // a single row runs four panels at a time.
 constexpr int64_t kKBlock = 256;
 
+}  // namespace
+
 LSTMOP_TARGET_AVX2 void packed_accumulate_avx2(int64_t m, int64_t k, int64_t n, const float* a,
                                                int64_t lda, const float* packed, float* c,
                                                int64_t ldc) {
@@ -173,8 +176,6 @@ LSTMOP_TARGET_AVX2 void packed_accumulate_avx2(int64_t m, int64_t k, int64_t n, 
   }
 }
 
-}  // namespace
-
 void RecurrentProduct::allocate(WorkspaceArena& arena, int64_t k, int64_t n) {
   k_ = k;
   n_ = n;
@@ -202,13 +203,25 @@ void RecurrentProduct::set_b_from_rows(const float* w, int64_t ldw) {
 
 void RecurrentProduct::accumulate(int64_t m, const float* a, int64_t lda, float* c,
                                   int64_t ldc) const {
-  if (m <= 0) return;
-  if (cpu_has_avx2_fma()) {
-    packed_accumulate_avx2(m, k_, n_, a, lda, packed_.data(), c, ldc);
-    return;
-  }
   static const kernels::Isa isa = kernels::best_isa();
-  kernels::gemm_packed_accumulate(isa, m, k_, a, lda, packed_.data(), 0, n_, c, ldc);
+  accumulate(isa, m, a, lda, c, ldc);
+}
+
+void RecurrentProduct::accumulate(kernels::Isa isa, int64_t m, const float* a, int64_t lda,
+                                  float* c, int64_t ldc) const {
+  if (m <= 0) return;
+  switch (isa) {
+    case kernels::Isa::Avx512:
+      packed_accumulate_avx512(m, k_, n_, a, lda, packed_.data(), c, ldc);
+      return;
+    case kernels::Isa::Avx2:
+      packed_accumulate_avx2(m, k_, n_, a, lda, packed_.data(), c, ldc);
+      return;
+    case kernels::Isa::Scalar:
+      break;
+  }
+  kernels::gemm_packed_accumulate(kernels::Isa::Scalar, m, k_, a, lda, packed_.data(), 0, n_, c,
+                                  ldc);
 }
 
 #else
@@ -228,6 +241,11 @@ void RecurrentProduct::set_b_from_rows(const float* w, int64_t ldw) {
   b_ = w;
   ldb_ = ldw;
   b_is_rows_ = true;
+}
+
+void RecurrentProduct::accumulate(kernels::Isa, int64_t m, const float* a, int64_t lda,
+                                  float* c, int64_t ldc) const {
+  accumulate(m, a, lda, c, ldc);
 }
 
 void RecurrentProduct::accumulate(int64_t m, const float* a, int64_t lda, float* c,

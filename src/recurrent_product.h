@@ -9,7 +9,8 @@
 // next to k and n. dnnl_sgemm repacks B on every call, which for m <= 64
 // costs as much as the product itself; here B is packed once per call
 // (set_b) into src/kernels/recurrent_gemm.h's panel layout and every step
-// runs that packed micro-kernel (AVX-512 / AVX2+FMA / scalar by CPU).
+// runs that packed micro-kernel (AVX-512 / AVX2+FMA / scalar by CPU:
+// recurrent_product_avx512.cpp, recurrent_product.cpp, src/kernels' scalar body).
 // Numerics (recurrent_gemm.h): each C element is one fma chain over k in
 // order, whatever m, the tile or the ISA body, so results do not depend on
 // the step's batch or on any column split.
@@ -19,6 +20,7 @@
 
 #include <cstdint>
 
+#include "kernels/cpu_isa.h"
 #include "workspace.h"
 
 namespace lstmop {
@@ -34,8 +36,13 @@ class RecurrentProduct {
   void set_b(const float* b, int64_t ldb);
   // Packs B = W^T from W (n, k), row stride ldw (the PyTorch weight layout).
   void set_b_from_rows(const float* w, int64_t ldw);
-  // C (m, n) += A (m, k) * B; lda, ldc row strides.
+  // C (m, n) += A (m, k) * B; lda, ldc row strides. Runs the tiles of
+  // kernels::best_isa() (AVX-512, AVX2 + FMA or scalar; LSTMOP_KERNEL_ISA
+  // caps it); all give the same bits.
   void accumulate(int64_t m, const float* a, int64_t lda, float* c, int64_t ldc) const;
+  // The same with the tiles of `isa`, which the CPU must support (tests).
+  void accumulate(kernels::Isa isa, int64_t m, const float* a, int64_t lda, float* c,
+                  int64_t ldc) const;
 
  private:
   int64_t k_ = 0, n_ = 0;

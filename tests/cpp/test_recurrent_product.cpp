@@ -1,0 +1,99 @@
+// The production per-step product (src/recurrent_product.h) in every ISA this
+// CPU runs: each C element must be one fma chain over k in order from C's
+// value, so every ISA's tiles give exactly the bits of a scalar std::fma loop,
+// whatever the number of rows (tile choice and row blocking), the depth
+// (k blocks of 256) or a partial last panel; rows and columns outside C's
+// (m, n) block, and the operands, are left untouched.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "recurrent_product.h"
+#include "workspace.h"
+
+namespace lstmop {
+namespace detail {
+namespace {
+
+std::vector<kernels::Isa> isas_here() {
+  std::vector<kernels::Isa> out;
+  for (kernels::Isa isa : {kernels::Isa::Scalar, kernels::Isa::Avx2, kernels::Isa::Avx512}) {
+    if (kernels::isa_supported(isa)) out.push_back(isa);
+  }
+  return out;
+}
+
+struct Case {
+  int64_t m, k, n;
+};
+
+// A (m, k) with row stride k + 3; W (n, k) = B^T; C (m, n) with row stride
+// n + 5, the 5 columns after each row a guard that must keep its value.
+void check_case(const Case& cs, unsigned seed) {
+  const int64_t lda = cs.k + 3, ldc = cs.n + 5;
+  std::mt19937 gen(seed);
+  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+  std::vector<float> a(static_cast<std::size_t>(cs.m * lda)), w(static_cast<std::size_t>(cs.n * cs.k)),
+      c0(static_cast<std::size_t>(cs.m * ldc));
+  for (float& v : a) v = dist(gen);
+  for (float& v : w) v = dist(gen);
+  for (float& v : c0) v = dist(gen);
+  const std::vector<float> a_copy = a;
+
+  // The scalar chain, written out here.
+  std::vector<float> expected = c0;
+  for (int64_t i = 0; i < cs.m; ++i) {
+    for (int64_t j = 0; j < cs.n; ++j) {
+      float acc = c0[static_cast<std::size_t>(i * ldc + j)];
+      for (int64_t kk = 0; kk < cs.k; ++kk) {
+        acc = std::fma(a[static_cast<std::size_t>(i * lda + kk)], w[static_cast<std::size_t>(j * cs.k + kk)], acc);
+      }
+      expected[static_cast<std::size_t>(i * ldc + j)] = acc;
+    }
+  }
+
+  WorkspaceArena arena;
+  RecurrentProduct product;
+  product.allocate(arena, cs.k, cs.n);
+  arena.commit();
+  product.set_b_from_rows(w.data(), cs.k);
+  for (kernels::Isa isa : isas_here()) {
+    std::vector<float> c = c0;
+    product.accumulate(isa, cs.m, a.data(), lda, c.data(), ldc);
+    ASSERT_EQ(0, std::memcmp(c.data(), expected.data(), c.size() * sizeof(float)))
+        << kernels::isa_name(isa) << " m=" << cs.m << " k=" << cs.k << " n=" << cs.n;
+    ASSERT_EQ(a, a_copy) << kernels::isa_name(isa) << ": A was written";
+  }
+}
+
+TEST(RecurrentProduct, EveryIsaGivesTheScalarFmaChainBitwise) {
+  std::printf("[recurrent product] ISAs tested on this CPU:");
+  for (kernels::Isa isa : isas_here()) std::printf(" %s", kernels::isa_name(isa));
+  std::printf("\n");
+  // Rows: every AVX-512 tile height 1..12 and balanced blocks (13 = 7 + 6,
+  // 25 = 9 + 8 + 8, 64 = 4 x 11 + 2 x 10); AVX2's 6-row blocks and 7..9 tails.
+  const int64_t rows[] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 25, 64};
+  // Depths across the 256 blocks; columns with partial last panels and runs
+  // of panels shorter than a tile's.
+  const int64_t depths[] = {1, 17, 256, 300};
+  const int64_t cols[] = {1, 12, 16, 40, 80, 136};
+  unsigned seed = 1;
+  for (int64_t m : rows)
+    for (int64_t k : depths)
+      for (int64_t n : cols) check_case({m, k, n}, seed++);
+}
+
+TEST(RecurrentProduct, LargeStepShapesAgreeBitwise) {
+  // Forward and backward step shapes of the benchmark suite (S1, S2, S5).
+  check_case({64, 512, 2048}, 7);
+  check_case({64, 2048, 512}, 8);
+  check_case({32, 256, 1024}, 9);
+  check_case({8, 512, 128}, 10);
+}
+
+}  // namespace
+}  // namespace detail
+}  // namespace lstmop
