@@ -19,7 +19,12 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdlib>
+#include <dnnl.hpp>
+#include <new>
+
+#include "kernels/cpu_isa.h"
 
 namespace lstmop {
 namespace detail {
@@ -144,6 +149,64 @@ void gemm(Transpose ta, Transpose tb, int64_t m, int64_t n, int64_t k, float alp
                  alpha, a, lda, b, ldb, beta, c, ldc);
   // Only invalid arguments fail; the drivers pass consistent, validated sizes.
   if (status != dnnl_success) std::abort();
+}
+
+bool bf16_gemm_available() {
+  static const bool available = kernels::best_isa() == kernels::Isa::Avx512 &&
+                                __builtin_cpu_supports("avx512bf16");
+  return available;
+}
+
+namespace {
+std::atomic<int64_t> g_bf16_gemm_runs{0};
+}  // namespace
+
+int64_t bf16_gemm_runs() { return g_bf16_gemm_runs.load(); }
+
+bool gemm_bf16_nt(int64_t m, int64_t n, int64_t k, const uint16_t* a, int64_t lda,
+                  const uint16_t* b, int64_t ldb, float* c, int64_t ldc) {
+  if (!bf16_gemm_available()) return false;
+  if (m <= 0 || n <= 0 || k <= 0) return false;
+  using dnnl::memory;
+  static const dnnl::engine engine(dnnl::engine::kind::cpu, 0);
+  try {
+    OneOpenMpThread one_thread;
+    // B^T (k, n) is B (n, k) read with strides (1, ldb).
+    const memory::desc a_md({m, k}, memory::data_type::bf16, memory::dims{lda, 1});
+    const memory::desc b_md({k, n}, memory::data_type::bf16, memory::dims{1, ldb});
+    const memory::desc c_md({m, n}, memory::data_type::f32, memory::dims{ldc, 1});
+    // Created per call: oneDNN's primitive cache makes a repeat ~40 us.
+    const dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(a_md, b_md, c_md), engine, true);
+    if (!pd) return false;
+    const dnnl::matmul product(pd);
+    dnnl::stream stream(engine);
+    memory a_mem(a_md, engine, const_cast<uint16_t*>(a));
+    memory b_mem(b_md, engine, const_cast<uint16_t*>(b));
+    memory c_mem(c_md, engine, c);
+    product.execute(stream, {{DNNL_ARG_SRC, a_mem}, {DNNL_ARG_WEIGHTS, b_mem}, {DNNL_ARG_DST, c_mem}});
+    stream.wait();
+    g_bf16_gemm_runs.fetch_add(1);
+    return true;
+  } catch (const dnnl::error&) {
+    return false;
+  } catch (const std::bad_alloc&) {
+    return false;
+  }
+}
+
+bool bf16_operands_normal(const uint16_t* v, int64_t rows, int64_t cols, int64_t ld) {
+  // Exponent field of bfloat16 (8 bits, bias 127): 2^-60 is field 67.
+  constexpr uint16_t kMinField = 127 - 60;
+  for (int64_t r = 0; r < rows; ++r) {
+    const uint16_t* row = v + r * ld;
+    bool ok = true;
+    for (int64_t j = 0; j < cols; ++j) {
+      const uint16_t magnitude = static_cast<uint16_t>(row[j] & 0x7fff);
+      ok &= magnitude == 0 || (magnitude >> 7) >= kMinField;
+    }
+    if (!ok) return false;
+  }
+  return true;
 }
 
 void gemm(Transpose ta, Transpose tb, int64_t m, int64_t n, int64_t k, double alpha,

@@ -30,5 +30,30 @@ void gemm(Transpose ta, Transpose tb, int64_t m, int64_t n, int64_t k, double al
           const double* a, int64_t lda, const double* b, int64_t ldb, double beta, double* c,
           int64_t ldc);
 
+// bfloat16 operands, float accumulation:
+//
+//   C (m, n) = A (m, k) * B^T,  A (m, k) and B (n, k) bfloat16 bits, row-major; C float
+//
+// The product of two bfloat16 values is exact in float, so this computes what
+// gemm() computes on the widened values (in another summation order: C's bits
+// depend on m, n, k like gemm's), at about twice gemm's rate where the CPU has
+// AVX512-BF16 (oneDNN's brgemm matmul, vdpbf16ps, on one OpenMP thread like
+// gemm). That instruction reads subnormal inputs as zero and flushes subnormal
+// results: callers use it only on operands for which bf16_operands_normal()
+// holds. Returns false where it cannot run (no AVX512-BF16, LSTMOP_KERNEL_ISA
+// below avx512, oneDNN refusing the shape, out of memory), C's contents then
+// unspecified: the caller computes C with gemm() instead.
+bool bf16_gemm_available();
+// gemm_bf16_nt calls that ran, in this process (tests: which path a call took).
+int64_t bf16_gemm_runs();
+bool gemm_bf16_nt(int64_t m, int64_t n, int64_t k, const uint16_t* a, int64_t lda,
+                  const uint16_t* b, int64_t ldb, float* c, int64_t ldc);
+
+// True if every element of the (rows, cols) bfloat16 bits (row stride ld) is
+// zero, infinite, NaN or of magnitude >= 2^-60: the product of two such values
+// is zero or a normal float (>= 2^-120), so flushing subnormals changes only
+// sums that cancel to below 2^-126.
+bool bf16_operands_normal(const uint16_t* v, int64_t rows, int64_t cols, int64_t ld);
+
 }  // namespace detail
 }  // namespace lstmop
