@@ -69,7 +69,8 @@ def write_chart(rows, path, title):
                   + [r["sgemm_gflops"] or 0.0 for r in sel] + [1.0])
         for i, r in enumerate(sel):
             if r["speedup_vs_torch"] or r["speedup_vs_onednn"]:
-                ax.text(i, top * 1.04, f"x{fmt(r['speedup_vs_torch'])} / x{fmt(r['speedup_vs_onednn'])}",
+                # Two lines, so that the labels of 12+ groups do not run into each other.
+                ax.text(i, top * 1.04, f"x{fmt(r['speedup_vs_torch'])}\nx{fmt(r['speedup_vs_onednn'])}",
                         ha="center", fontsize=7)
         ax.set_ylim(0, top * 1.4)  # room for the labels and the legend
         ax.scatter(range(len(sel)), [r["sgemm_gflops"] or 0.0 for r in sel], marker="_",
@@ -77,7 +78,8 @@ def write_chart(rows, path, title):
         ax.set_xticks(range(len(sel)))
         ax.set_xticklabels(labels, fontsize=8)
         ax.set_ylabel("GFLOP/s (useful GEMM FLOPs)")
-        ax.set_title(f"{mode} (above: lstmop speed-up vs torch / vs oneDNN)", fontsize=9)
+        ax.set_title(f"{mode} (above each group: lstmop's speed-up vs torch, then vs oneDNN)",
+                     fontsize=9)
         ax.legend(fontsize=7, ncol=3, loc="upper left")
     fig.suptitle(title, fontsize=10)
     fig.tight_layout()

@@ -12,8 +12,10 @@
 //          lstm_cell_backward  -> d_gates[t] (n, 4H), dc_state
 //          dh_state[:n] = d_gates[t] * w_hh           (dh GEMM)
 //        dh0, dc0 <- state;
-//        dw_ih = d_gates^T x_l, dw_hh = d_gates^T h_prev  (a GEMM each per
-//          chunk of 1024 rows, operands transposed first: the fast NT form)
+//        dw_ih = d_gates^T x_l, dw_hh = d_gates^T h_prev  (float on an
+//          AVX-512 CPU: one TN GEMM each; otherwise a GEMM each per chunk of
+//          1024 rows, operands transposed first: dnnl_sgemm's AVX2 TN form
+//          runs these shapes at half its NT rate, its AVX-512 one at full)
 //        db_ih = db_hh = column sums of d_gates;
 //      d_in (N, I_l) = sum over directions of d_gates * w_ih (the next d_out);
 //   3. scatter layer 0's d_in into dx (0 in invalid rows).
@@ -22,6 +24,7 @@
 
 #include "element_access.h"
 #include "gemm.h"
+#include "kernels/cpu_isa.h"
 #include "lstm_cell.h"
 #include "lstm_driver.h"
 #include "recurrent_product.h"
@@ -78,6 +81,9 @@ class BackwardDriver {
       split_ = threads >= 2 && d.D == 1 && worth_splitting(d);
     }
     u_split_ = split_units(d.H);
+    if constexpr (std::is_same_v<Acc, float>) {
+      direct_ = kernels::best_isa() == kernels::Isa::Avx512;
+    }
     for (int64_t k = 0; k < d.D; ++k) {
       DirectionWorkspace<Acc>& w = dir_[k];
       // With the directions in parallel, d_gates and w_ih of both meet in the
@@ -86,7 +92,7 @@ class BackwardDriver {
       if (k == 0 || parallel_) {
         arena_.add(w.d_gates, "the gate gradients (valid rows, 4H)", N * G);
       }
-      arena_.add(w.w_ih, "w_ih^T (input_size, 4H)", (G + kPad) * max_in);
+      arena_.add(w.w_ih, "w_ih (4H, input_size), or w_ih^T", (G + kPad) * max_in);
       if (k > 0 && !parallel_) continue;
       arena_.add(w.w_hh, "w_hh (4H, H)", G * d.H);
       if constexpr (std::is_same_v<Acc, float>) {
@@ -103,6 +109,10 @@ class BackwardDriver {
       arena_.add(w.dw_ih, "dw_ih (4H, input_size)", G * max_in);
       arena_.add(w.dw_hh, "dw_hh (4H, H)", G * d.H);
       arena_.add(w.db, "db (4H)", G);
+      if (direct_) {
+        for (Workspace<Acc>& b : w.step) arena_.add(b, "one step's saved tensors (B, H)", d.B * d.H);
+        continue;
+      }
       const int64_t chunk = transposed_stride(std::min(N, kWeightGradChunk));
       arena_.add(w.d_gates_t, "a chunk of the gate gradients, transposed (4H, rows)", G * chunk);
       arena_.add(w.x_t, "a chunk of a layer's input, transposed (input_size, rows)",
@@ -217,11 +227,16 @@ class BackwardDriver {
     const int64_t G = 4 * d_.H, in_size = d_.slot_input_size[s];
     const TensorView& w_ih = params_[s * d_.params_per_slot];
     const TensorView& w_hh = params_[s * d_.params_per_slot + 1];
-    // w_ih^T (in_size, 4H): w_ih gathered as stored into dw_ih (free until the
-    // weight gradients), then transposed (a strided gather is several times slower).
-    gather_matrix<Acc>(w_ih, 0, G, w_ih.stride(0), in_size, w_ih.stride(1), w.dw_ih.data(),
-                       in_size);
-    transpose(G, in_size, w.dw_ih.data(), in_size, wi.w_ih.data(), G + kPad);
+    if (direct_) {  // w_ih (4H, in_size) as stored: d_in is an NN product
+      gather_matrix<Acc>(w_ih, 0, G, w_ih.stride(0), in_size, w_ih.stride(1), wi.w_ih.data(),
+                         in_size);
+    } else {
+      // w_ih^T (in_size, 4H): w_ih gathered as stored into dw_ih (free until the
+      // weight gradients), then transposed (a strided gather is several times slower).
+      gather_matrix<Acc>(w_ih, 0, G, w_ih.stride(0), in_size, w_ih.stride(1), w.dw_ih.data(),
+                         in_size);
+      transpose(G, in_size, w.dw_ih.data(), in_size, wi.w_ih.data(), G + kPad);
+    }
     gather_matrix<Acc>(w_hh, 0, G, w_hh.stride(0), d_.H, w_hh.stride(1), w.w_hh.data(), d_.H);
   }
 
@@ -304,6 +319,17 @@ class BackwardDriver {
   void weight_grads(int64_t in_size, int p0, int p1, PairBarrier* barrier,
                     DirectionWorkspace<Acc>& own, DirectionWorkspace<Acc>& w) const {
     const int64_t H = d_.H, G = 4 * H, N = d_.valid_rows(), half = G / 2;
+    if (direct_) {
+      // One TN product each over all N rows (K = N), half p of 4H per part.
+      for (int p = p0; p < p1; ++p) {
+        const Acc* a = own.d_gates.data() + p * half;
+        gemm(Transpose::Yes, Transpose::No, half, in_size, N, Acc(1), a, G, x_.data(), in_size,
+             Acc(0), w.dw_ih.data() + p * half * in_size, in_size);
+        gemm(Transpose::Yes, Transpose::No, half, H, N, Acc(1), a, G, w.h_prev.data(), H,
+             Acc(0), w.dw_hh.data() + p * half * H, H);
+      }
+      return;
+    }
     for (int64_t r0 = 0; r0 < N; r0 += kWeightGradChunk) {
       const int64_t rows = std::min(kWeightGradChunk, N - r0);
       const int64_t ld = transposed_stride(rows);
@@ -386,6 +412,12 @@ class BackwardDriver {
     run_tasks(2, get_num_threads() >= 2 ? 2 : 1, [&](int64_t part) {
       const RowHalf h = row_half(d_.valid_rows(), part);
       const int64_t r0 = h.first, rows = h.count;
+      if (direct_) {
+        gemm(Transpose::No, Transpose::No, rows, in_size, G, Acc(1),
+             dir_[dir].d_gates.data() + r0 * G, G, dir_[dir].w_ih.data(), in_size,
+             dir == 0 ? Acc(0) : Acc(1), d_in_.data() + r0 * in_size, in_size);
+        return;
+      }
       gemm(Transpose::No, Transpose::Yes, rows, in_size, G, Acc(1),
            dir_[dir].d_gates.data() + r0 * G, G, dir_[dir].w_ih.data(), G + kPad,
            dir == 0 ? Acc(0) : Acc(1), d_in_.data() + r0 * in_size, in_size);
@@ -414,6 +446,9 @@ class BackwardDriver {
   const BackwardOutputs& out_;
   bool parallel_ = false;
   bool split_ = false;
+  // float on an AVX-512 CPU: weight gradients as TN and d_in as NN products
+  // on the operands as they are (no transposed copies).
+  bool direct_ = false;
   int64_t u_split_ = 0;
   mutable PairBarrier barrier_;
   WorkspaceArena arena_;
