@@ -23,6 +23,7 @@
 #include <cstdlib>
 #include <dnnl.hpp>
 #include <new>
+#include <vector>
 
 #include "kernels/cpu_isa.h"
 
@@ -175,15 +176,29 @@ bool gemm_bf16_nt(int64_t m, int64_t n, int64_t k, const uint16_t* a, int64_t ld
     const memory::desc a_md({m, k}, memory::data_type::bf16, memory::dims{lda, 1});
     const memory::desc b_md({k, n}, memory::data_type::bf16, memory::dims{1, ldb});
     const memory::desc c_md({m, n}, memory::data_type::f32, memory::dims{ldc, 1});
-    // Created per call: oneDNN's primitive cache makes a repeat ~40 us.
-    const dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(a_md, b_md, c_md), engine, true);
+    // Created per call: oneDNN's primitive cache makes a repeat ~40 us. The
+    // scratchpad (the brgemm's copies of B) is ours, one buffer per calling
+    // thread: oneDNN's own scratchpad in this build is shared by the primitives
+    // of a thread and may not follow a primitive to another thread, and calls
+    // run on two threads at once (the directions, split mode's halves).
+    dnnl::primitive_attr attr;
+    attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+    const dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(a_md, b_md, c_md), attr, engine,
+                                          true);
     if (!pd) return false;
     const dnnl::matmul product(pd);
+    thread_local std::vector<unsigned char> scratch;
+    const memory::desc scratch_md = pd.scratchpad_desc();
+    if (scratch.size() < scratch_md.get_size()) scratch.resize(scratch_md.get_size());
     dnnl::stream stream(engine);
     memory a_mem(a_md, engine, const_cast<uint16_t*>(a));
     memory b_mem(b_md, engine, const_cast<uint16_t*>(b));
     memory c_mem(c_md, engine, c);
-    product.execute(stream, {{DNNL_ARG_SRC, a_mem}, {DNNL_ARG_WEIGHTS, b_mem}, {DNNL_ARG_DST, c_mem}});
+    memory scratch_mem(scratch_md, engine, scratch.data());
+    product.execute(stream, {{DNNL_ARG_SRC, a_mem},
+                             {DNNL_ARG_WEIGHTS, b_mem},
+                             {DNNL_ARG_DST, c_mem},
+                             {DNNL_ARG_SCRATCHPAD, scratch_mem}});
     stream.wait();
     g_bf16_gemm_runs.fetch_add(1);
     return true;
