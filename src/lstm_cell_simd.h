@@ -1,0 +1,248 @@
+// Internal: the vector cell passes of lstm_cell.h written once over a vector
+// type V, for lstm_cell_avx2.cpp (8 floats, AVX2 + FMA) and
+// lstm_cell_avx512.cpp (16 floats, AVX-512 F/BW). Only those two files include
+// this, each after defining LSTMOP_CELL_TARGET (the target attribute every
+// function here carries) and its V.
+//
+// V provides (every operation lane-wise, the same IEEE operation in both ISAs,
+// so both give the same bits for every element):
+//   reg, mask (a lane predicate), kLanes;
+//   set1, add, sub, mul, div, min, max (min(a, b) / max(a, b) return b when
+//   either is NaN), fmadd(a, b, c) = a*b + c and fnmadd(a, b, c) = c - a*b
+//   fused, round_nearest, pow2i(n) = 2^n for integral n in [-127, 127] as a
+//   float built from the exponent bits, abs, with_sign_of(t, x) = t with x's
+//   sign bit or-ed in;
+//   less(a, b) (ordered a < b, false for NaN), zero_where(m, v), select(m, a, b)
+//   (b where m, else a);
+//   Tail tail(count): the lanes k < count (all when count >= kLanes);
+//   loadu, storeu, load_tail(Tail, p), store_tail(Tail, p, v);
+//   store_bfloat16(uint16_t* p, reg) for a full vector (float_to_bfloat16 of
+//   tensor.h per lane: nearest even, NaN quieted with sign and payload kept).
+//
+// Activations: exp(x) = 2^n * p(r), n = round(x / ln 2), r = x - n ln 2 in two
+// parts, p Cephes' expf polynomial, x clamped to [-87, 88] so 2^n is a normal
+// float (NaN kept); sigmoid(x) = 1 / (1 + exp(-x)), exactly 0 for x < -88;
+// tanh(x) = sign(x) (1 - e) / (1 + e), e = exp(-2|x|), for |x| >= 0.3 and its
+// Taylor polynomial to x^13 below (error and saturation: lstm_cell_avx2.h).
+//
+// The last partial vector of a row goes through the same operations with
+// masked loads and stores, so every element gets the same bits wherever it
+// sits in the row (H need not be a multiple of the vector width).
+#pragma once
+
+#include <cstdint>
+#include <type_traits>
+
+#include "element_access.h"
+#include "lstm_cell.h"
+
+#ifndef LSTMOP_CELL_TARGET
+#error "define LSTMOP_CELL_TARGET before including lstm_cell_simd.h"
+#endif
+
+namespace lstmop {
+namespace detail {
+namespace cell_simd {
+
+template <class V>
+LSTMOP_CELL_TARGET inline typename V::reg exp_v(typename V::reg x) {
+  x = V::min(V::set1(88.0f), V::max(V::set1(-87.0f), x));
+  const auto n = V::round_nearest(V::mul(x, V::set1(1.44269504088896341f)));
+  // ln 2 = 0.693359375 - 2.12194440e-4: n * 0.693359375 is exact for |n| < 2^15.
+  auto r = V::fnmadd(n, V::set1(0.693359375f), x);
+  r = V::fnmadd(n, V::set1(-2.12194440e-4f), r);
+  auto p = V::set1(1.9875691500e-4f);
+  p = V::fmadd(p, r, V::set1(1.3981999507e-3f));
+  p = V::fmadd(p, r, V::set1(8.3334519073e-3f));
+  p = V::fmadd(p, r, V::set1(4.1665795894e-2f));
+  p = V::fmadd(p, r, V::set1(1.6666665459e-1f));
+  p = V::fmadd(p, r, V::set1(5.0000001201e-1f));
+  p = V::fmadd(p, V::mul(r, r), r);
+  p = V::add(p, V::set1(1.0f));
+  // A NaN n gives a meaningless 2^n, but p is NaN then and so is the product.
+  return V::mul(p, V::pow2i(n));
+}
+
+template <class V>
+LSTMOP_CELL_TARGET inline typename V::reg sigmoid_v(typename V::reg x) {
+  const auto one = V::set1(1.0f);
+  const auto e = exp_v<V>(V::sub(V::set1(0.0f), x));
+  const auto s = V::div(one, V::add(one, e));
+  // exp(-x) is capped at exp(88): give the exact limit 0 below -88 (false for NaN).
+  return V::zero_where(V::less(x, V::set1(-88.0f)), s);
+}
+
+template <class V>
+LSTMOP_CELL_TARGET inline typename V::reg tanh_v(typename V::reg x) {
+  const auto ax = V::abs(x);
+  const auto one = V::set1(1.0f);
+  const auto e = exp_v<V>(V::mul(ax, V::set1(-2.0f)));
+  const auto large = V::div(V::sub(one, e), V::add(one, e));
+  // tanh x = x + x^3 (-1/3 + x^2 (2/15 + x^2 (-17/315 + ...))) for |x| < 0.3.
+  const auto x2 = V::mul(ax, ax);
+  auto q = V::set1(21844.0f / 6081075.0f);
+  q = V::fmadd(q, x2, V::set1(-1382.0f / 155925.0f));
+  q = V::fmadd(q, x2, V::set1(62.0f / 2835.0f));
+  q = V::fmadd(q, x2, V::set1(-17.0f / 315.0f));
+  q = V::fmadd(q, x2, V::set1(2.0f / 15.0f));
+  q = V::fmadd(q, x2, V::set1(-1.0f / 3.0f));
+  const auto small = V::fmadd(V::mul(q, x2), ax, ax);
+  const auto t = V::select(V::less(ax, V::set1(0.3f)), large, small);
+  return V::with_sign_of(t, x);
+}
+
+// Full vectors use plain loads and stores, only a row's last partial vector
+// the masked ones (slow on AMD's cores in AVX2); the arithmetic is the same.
+template <class V, bool kFull>
+LSTMOP_CELL_TARGET inline typename V::reg load(const typename V::Tail& m, const float* p) {
+  if constexpr (kFull) {
+    (void)m;
+    return V::loadu(p);
+  } else {
+    return V::load_tail(m, p);
+  }
+}
+template <class V, bool kFull>
+LSTMOP_CELL_TARGET inline void store(const typename V::Tail& m, float* p, typename V::reg v) {
+  if constexpr (kFull) {
+    (void)m;
+    V::storeu(p, v);
+  } else {
+    V::store_tail(m, p, v);
+  }
+}
+
+// gates + bias of one gate block, one vector of columns.
+template <class V, bool kFull>
+LSTMOP_CELL_TARGET inline typename V::reg preactivation(const typename V::Tail& m, const float* a,
+                                                        const float* bias) {
+  return V::add(load<V, kFull>(m, a), load<V, kFull>(m, bias));
+}
+
+// Saved-tensor stores: float directly, full bfloat16 vectors rounded in
+// registers, anything else element by element (StoreAs, nearest even).
+template <class V, bool kFull, class S>
+LSTMOP_CELL_TARGET inline void store_saved(S* dst, const typename V::Tail& m, int64_t count,
+                                           typename V::reg v) {
+  if constexpr (std::is_same_v<S, float>) {
+    (void)count;
+    store<V, kFull>(m, dst, v);
+  } else if constexpr (std::is_same_v<S, BFloat16> && kFull) {
+    (void)m, (void)count;
+    V::store_bfloat16(reinterpret_cast<uint16_t*>(dst), v);
+  } else {
+    alignas(64) float tmp[V::kLanes];
+    V::storeu(tmp, v);
+    for (int64_t e = 0; e < count; ++e) dst[e] = StoreAs<S>::from(tmp[e]);
+  }
+}
+
+// Columns [k, k + count) of one row.
+template <class V, bool kFull, class S>
+LSTMOP_CELL_TARGET inline void forward_block(int64_t H, int64_t k, int64_t count, const float* a,
+                                             const float* bias, float* c, float* h, float* out,
+                                             const StepSaved<S>* saved, int64_t e) {
+  const typename V::Tail m = V::tail(count);
+  const auto gi = sigmoid_v<V>(preactivation<V, kFull>(m, a + k, bias + k));
+  const auto gf = sigmoid_v<V>(preactivation<V, kFull>(m, a + H + k, bias + H + k));
+  const auto gj = tanh_v<V>(preactivation<V, kFull>(m, a + 2 * H + k, bias + 2 * H + k));
+  const auto go = sigmoid_v<V>(preactivation<V, kFull>(m, a + 3 * H + k, bias + 3 * H + k));
+  const auto cn = V::add(V::mul(gf, load<V, kFull>(m, c + k)), V::mul(gi, gj));
+  const auto tc = tanh_v<V>(cn);
+  const auto hn = V::mul(go, tc);
+  store<V, kFull>(m, c + k, cn);
+  store<V, kFull>(m, h + k, hn);
+  store<V, kFull>(m, out + k, hn);
+  if (saved != nullptr) {
+    store_saved<V, kFull>(saved->i + e, m, count, gi);
+    store_saved<V, kFull>(saved->j + e, m, count, gj);
+    store_saved<V, kFull>(saved->f + e, m, count, gf);
+    store_saved<V, kFull>(saved->o + e, m, count, go);
+    store_saved<V, kFull>(saved->c + e, m, count, cn);
+    store_saved<V, kFull>(saved->tanhc + e, m, count, tc);
+    store_saved<V, kFull>(saved->h + e, m, count, hn);
+  }
+}
+
+template <class V, class S>
+LSTMOP_CELL_TARGET void cell_forward(int64_t rows, int64_t H, int64_t u_begin, int64_t u_end,
+                                     const float* gates, const float* bias, float* c_state,
+                                     float* h_state, float* layer_out, int64_t ld_out,
+                                     const StepSaved<S>* saved) {
+  const int64_t G = 4 * H;
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* a = gates + r * G;
+    float* c = c_state + r * H;
+    float* h = h_state + r * H;
+    float* out = layer_out + r * ld_out;
+    int64_t k = u_begin;
+    for (; k + V::kLanes <= u_end; k += V::kLanes) {
+      forward_block<V, true, S>(H, k, V::kLanes, a, bias, c, h, out, saved, r * H + k);
+    }
+    if (k < u_end) {
+      forward_block<V, false, S>(H, k, u_end - k, a, bias, c, h, out, saved, r * H + k);
+    }
+  }
+}
+
+template <class V, bool kFull>
+LSTMOP_CELL_TARGET inline void backward_block(int64_t H, int64_t k, int64_t count, int64_t e,
+                                              const float* i, const float* j, const float* f,
+                                              const float* o, const float* tanhc,
+                                              const float* c_prev, const float* dy,
+                                              const float* dh_state, float* dc_state,
+                                              float* dg) {
+  const auto one = V::set1(1.0f);
+  const typename V::Tail m = V::tail(count);
+  const auto gi = load<V, kFull>(m, i + e), gj = load<V, kFull>(m, j + e);
+  const auto gf = load<V, kFull>(m, f + e), go = load<V, kFull>(m, o + e);
+  const auto tc = load<V, kFull>(m, tanhc + e);
+  const auto dh = V::add(load<V, kFull>(m, dh_state + e), load<V, kFull>(m, dy + k));
+  const auto dc = V::add(load<V, kFull>(m, dc_state + e),
+                         V::mul(V::mul(dh, go), V::sub(one, V::mul(tc, tc))));
+  const auto d_i = V::mul(V::mul(V::mul(dc, gj), gi), V::sub(one, gi));
+  const auto d_f =
+      V::mul(V::mul(V::mul(dc, load<V, kFull>(m, c_prev + e)), gf), V::sub(one, gf));
+  const auto d_g = V::mul(V::mul(dc, gi), V::sub(one, V::mul(gj, gj)));
+  const auto d_o = V::mul(V::mul(V::mul(dh, tc), go), V::sub(one, go));
+  store<V, kFull>(m, dg + k, d_i);
+  store<V, kFull>(m, dg + H + k, d_f);
+  store<V, kFull>(m, dg + 2 * H + k, d_g);
+  store<V, kFull>(m, dg + 3 * H + k, d_o);
+  store<V, kFull>(m, dc_state + e, V::mul(dc, gf));
+}
+
+template <class V>
+LSTMOP_CELL_TARGET void cell_backward(int64_t rows, int64_t H, int64_t u_begin, int64_t u_end,
+                                      const float* i, const float* j, const float* f,
+                                      const float* o, const float* tanhc, const float* c_prev,
+                                      const float* d_out, int64_t ld_out, const float* dh_state,
+                                      float* dc_state, float* d_gates) {
+  const int64_t G = 4 * H;
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* dy = d_out + r * ld_out;
+    float* dg = d_gates + r * G;
+    int64_t k = u_begin;
+    for (; k + V::kLanes <= u_end; k += V::kLanes) {
+      backward_block<V, true>(H, k, V::kLanes, r * H + k, i, j, f, o, tanhc, c_prev, dy,
+                              dh_state, dc_state, dg);
+    }
+    if (k < u_end) {
+      backward_block<V, false>(H, k, u_end - k, r * H + k, i, j, f, o, tanhc, c_prev, dy,
+                               dh_state, dc_state, dg);
+    }
+  }
+}
+
+// y = F(x) for n floats.
+template <class V, typename V::reg (*F)(typename V::reg)>
+LSTMOP_CELL_TARGET void apply(int64_t n, const float* x, float* y) {
+  for (int64_t k = 0; k < n; k += V::kLanes) {
+    const typename V::Tail m = V::tail(n - k);
+    store<V, false>(m, y + k, F(load<V, false>(m, x + k)));
+  }
+}
+
+}  // namespace cell_simd
+}  // namespace detail
+}  // namespace lstmop
