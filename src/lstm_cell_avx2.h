@@ -8,8 +8,11 @@
 // tanh(x) = sign(x) (1 - e) / (1 + e), e = exp(-2|x|), for |x| >= 0.3 and its
 // Taylor polynomial to x^13 below. Saturation: sigmoid(+1e4, +inf) = 1,
 // sigmoid(-1e4, -inf) = 0, tanh(+-1e4, +-inf) = +-1; NaN in gives NaN out.
-// Max error against double (every float step of [-20, 20], 8M points,
-// /tmp/perf/activation_error.cpp): given in lstm_cell.cpp's header comment.
+// Max error against double, measured on every 64th float of [-20, 20] (34M
+// points): sigmoid 8.9e-8 absolute, 2.34 ulp; tanh 8.9e-8 absolute, 2.05 ulp
+// (ulp of the float nearest the exact value; every float of [-20, 1e-6]:
+// 2.48 and 2.09 ulp). tests/cpp/test_cell_passes.cpp checks <= 1e-7 and
+// <= 2.5 ulp on every 1024th float of that range, and the limits below.
 //
 // The last partial vector of a row goes through the same operations with
 // masked loads and stores, so every element gets the same bits wherever it

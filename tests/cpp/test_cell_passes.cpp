@@ -7,6 +7,8 @@
 // polynomial, saturation, +-inf, NaN, subnormals). Runs where the CPU has
 // both; elsewhere it says so and checks nothing. (NaN results match as NaN,
 // not by payload.)
+// Also the vector activations' accuracy against double (the bounds
+// lstm_cell_avx2.h states) and their limits, on every CPU with AVX2.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -132,6 +134,72 @@ TEST(CellPasses, Avx512ForwardGivesTheAvx2Bits) {
   compare<float>(4, 200, 0, 96, seed++);
   compare<float>(4, 200, 96, 200, seed++);
   compare<BFloat16>(4, 50, 16, 50, seed++);
+}
+
+// Units in the last place of the float nearest v.
+double float_ulp(double v) {
+  const float f = static_cast<float>(std::fabs(v));
+  return static_cast<double>(std::nextafter(f, std::numeric_limits<float>::infinity())) - f;
+}
+
+TEST(CellPasses, ActivationsWithinStatedErrorOfDouble) {
+  if (!cpu_has_avx2_fma()) {
+    std::printf("[cell passes] this CPU lacks AVX2: the scalar loops use std::exp / std::tanh\n");
+    return;
+  }
+  // Every 1024th float of [-20, 20] (2.1M points, densest near 0, as floats are) ...
+  std::vector<float> x;
+  uint32_t top;
+  const float twenty = 20.0f;
+  std::memcpy(&top, &twenty, sizeof top);
+  for (uint32_t bits = 0; bits <= top; bits += 1024) {
+    float v;
+    std::memcpy(&v, &bits, sizeof v);
+    x.push_back(v);
+    x.push_back(-v);
+  }
+  std::vector<float> s(x.size()), t(x.size());
+  sigmoid_avx2(static_cast<int64_t>(x.size()), x.data(), s.data());
+  tanh_avx2(static_cast<int64_t>(x.size()), x.data(), t.data());
+  double s_abs = 0, s_ulp = 0, t_abs = 0, t_ulp = 0;
+  for (std::size_t k = 0; k < x.size(); ++k) {
+    const double xs = x[k], rs = 1.0 / (1.0 + std::exp(-xs)), rt = std::tanh(xs);
+    s_abs = std::max(s_abs, std::fabs(s[k] - rs));
+    s_ulp = std::max(s_ulp, std::fabs(s[k] - rs) / float_ulp(rs));
+    t_abs = std::max(t_abs, std::fabs(t[k] - rt));
+    t_ulp = std::max(t_ulp, std::fabs(t[k] - rt) / float_ulp(rt));
+  }
+  std::printf("[cell passes] %zu points: sigmoid %.3g abs, %.2f ulp; tanh %.3g abs, %.2f ulp\n",
+              x.size(), s_abs, s_ulp, t_abs, t_ulp);
+  EXPECT_LE(s_ulp, 2.5);
+  EXPECT_LE(s_abs, 1e-7);
+  EXPECT_LE(t_ulp, 2.5);
+  EXPECT_LE(t_abs, 1e-7);
+  // ... the limits ...
+  const float inf = std::numeric_limits<float>::infinity(), nan = std::numeric_limits<float>::quiet_NaN();
+  const std::vector<float> edge{inf, -inf, 1e4f, -1e4f, 88.5f, -88.5f, nan, -0.0f, 0.0f};
+  std::vector<float> es(edge.size()), et(edge.size());
+  sigmoid_avx2(static_cast<int64_t>(edge.size()), edge.data(), es.data());
+  tanh_avx2(static_cast<int64_t>(edge.size()), edge.data(), et.data());
+  EXPECT_EQ(es[0], 1.0f);
+  EXPECT_EQ(es[1], 0.0f);
+  EXPECT_EQ(es[2], 1.0f);
+  EXPECT_EQ(es[3], 0.0f);
+  EXPECT_EQ(es[5], 0.0f);
+  EXPECT_TRUE(std::isnan(es[6]));
+  EXPECT_EQ(es[8], 0.5f);
+  EXPECT_EQ(et[0], 1.0f);
+  EXPECT_EQ(et[1], -1.0f);
+  EXPECT_EQ(et[2], 1.0f);
+  EXPECT_EQ(et[3], -1.0f);
+  EXPECT_TRUE(std::isnan(et[6]));
+  EXPECT_TRUE(et[7] == 0.0f && std::signbit(et[7])) << "tanh(-0) = -0";
+  // ... and the AVX-512 tanh (the carried tanhc of invalid positions) gives the same bits.
+  if (cpu_has_avx512_cell()) {
+    std::vector<float> t512(x.size());
+    tanh_avx512(static_cast<int64_t>(x.size()), x.data(), t512.data());
+    EXPECT_EQ(0, std::memcmp(t.data(), t512.data(), t.size() * sizeof(float)));
+  }
 }
 
 }  // namespace
