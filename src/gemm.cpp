@@ -152,6 +152,11 @@ void gemm(Transpose ta, Transpose tb, int64_t m, int64_t n, int64_t k, float alp
   if (status != dnnl_success) std::abort();
 }
 
+bool gemm_tn_at_full_rate() {
+  static const bool full = kernels::best_isa() == kernels::Isa::Avx512;
+  return full;
+}
+
 bool bf16_gemm_available() {
   static const bool available = kernels::best_isa() == kernels::Isa::Avx512 &&
                                 __builtin_cpu_supports("avx512bf16");

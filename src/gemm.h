@@ -30,6 +30,12 @@ void gemm(Transpose ta, Transpose tb, int64_t m, int64_t n, int64_t k, double al
           const double* a, int64_t lda, const double* b, int64_t ldb, double beta, double* c,
           int64_t ldc);
 
+// True where gemm()'s float TN form (A read transposed) runs the backward's
+// weight-gradient shapes at its full rate: dnnl_sgemm's AVX-512 kernels do;
+// its AVX2 ones ran them at half the NT rate (Zen 3), so there the drivers
+// transpose the operands first. Follows kernels::best_isa() (LSTMOP_KERNEL_ISA).
+bool gemm_tn_at_full_rate();
+
 // bfloat16 operands, float accumulation:
 //
 //   C (m, n) = A (m, k) * B^T,  A (m, k) and B (n, k) bfloat16 bits, row-major; C float

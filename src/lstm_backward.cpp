@@ -12,10 +12,9 @@
 //          lstm_cell_backward  -> d_gates[t] (n, 4H), dc_state
 //          dh_state[:n] = d_gates[t] * w_hh           (dh GEMM)
 //        dh0, dc0 <- state;
-//        dw_ih = d_gates^T x_l, dw_hh = d_gates^T h_prev  (float on an
-//          AVX-512 CPU: one TN GEMM each; otherwise a GEMM each per chunk of
-//          1024 rows, operands transposed first: dnnl_sgemm's AVX2 TN form
-//          runs these shapes at half its NT rate, its AVX-512 one at full)
+//        dw_ih = d_gates^T x_l, dw_hh = d_gates^T h_prev  (float where
+//          gemm_tn_at_full_rate(): one TN GEMM each; otherwise a GEMM each
+//          per chunk of 1024 rows, operands transposed first: the NT form)
 //        db_ih = db_hh = column sums of d_gates;
 //      d_in (N, I_l) = sum over directions of d_gates * w_ih (the next d_out);
 //   3. scatter layer 0's d_in into dx (0 in invalid rows).
@@ -24,7 +23,6 @@
 
 #include "element_access.h"
 #include "gemm.h"
-#include "kernels/cpu_isa.h"
 #include "lstm_cell.h"
 #include "lstm_driver.h"
 #include "recurrent_product.h"
@@ -81,9 +79,7 @@ class BackwardDriver {
       split_ = threads >= 2 && d.D == 1 && worth_splitting(d);
     }
     u_split_ = split_units(d.H);
-    if constexpr (std::is_same_v<Acc, float>) {
-      direct_ = kernels::best_isa() == kernels::Isa::Avx512;
-    }
+    if constexpr (std::is_same_v<Acc, float>) direct_ = gemm_tn_at_full_rate();
     for (int64_t k = 0; k < d.D; ++k) {
       DirectionWorkspace<Acc>& w = dir_[k];
       // With the directions in parallel, d_gates and w_ih of both meet in the
@@ -446,8 +442,8 @@ class BackwardDriver {
   const BackwardOutputs& out_;
   bool parallel_ = false;
   bool split_ = false;
-  // float on an AVX-512 CPU: weight gradients as TN and d_in as NN products
-  // on the operands as they are (no transposed copies).
+  // float where gemm_tn_at_full_rate(): weight gradients as TN and d_in as NN
+  // products on the operands as they are (no transposed copies).
   bool direct_ = false;
   int64_t u_split_ = 0;
   mutable PairBarrier barrier_;

@@ -443,6 +443,31 @@ double epsilon(DType dtype) {
   return 0.0;
 }
 
+void expect_low_precision_near_reference(const LstmProblem& p, uint64_t grad_seed) {
+  const DType dtype = p.cfg.dtype;
+  const LstmProblem p64 = converted_problem(p, DType::Float64);  // exactly the same values
+  const LstmGrads g = make_grads(p, grad_seed);
+  const LstmGrads g64 = converted_grads(g, DType::Float64);
+
+  const ForwardResult fwd = run_forward(p);
+  const ForwardResult ref = run_reference_forward(p64);
+  const double fwd_tol = static_cast<double>(p.cfg.L) * epsilon(dtype);
+  const NamedViews a = forward_outputs(fwd), b = forward_outputs(ref);
+  for (std::size_t k = 0; k < a.size(); ++k) {
+    EXPECT_EQ(a[k].second.dtype, dtype) << a[k].first;
+    EXPECT_TRUE(close_to(a[k].second, b[k].second, fwd_tol)) << a[k].first;
+  }
+  const BackwardResult bwd = run_backward(p, g, fwd);
+  const BackwardResult ref_bwd = run_reference_backward(p64, g64, ref);
+  const double bwd_tol = 4 * epsilon(dtype);
+  const NamedViews ga = backward_outputs(bwd), gb = backward_outputs(ref_bwd);
+  ASSERT_EQ(ga.size(), gb.size());
+  for (std::size_t k = 0; k < ga.size(); ++k) {
+    EXPECT_EQ(ga[k].second.dtype, dtype) << ga[k].first;
+    EXPECT_TRUE(close_to(ga[k].second, gb[k].second, bwd_tol)) << ga[k].first;
+  }
+}
+
 double accumulation_tolerance(DType dtype, double depth, bool backward) {
   return 4.0 * (backward ? 2.0 : 1.0) * std::ceil(std::log2(std::max(depth, 2.0))) *
          epsilon(dtype);

@@ -159,6 +159,12 @@ double loss(const ForwardResult& r, const LstmGrads& g);
 // Machine epsilon (2^-23, 2^-52, 2^-10, 2^-7).
 double epsilon(DType dtype);
 
+// float16 / bfloat16: forward and backward of p (gradients from grad_seed)
+// against the float64 reference run on exactly the same values. Every result
+// has p's dtype; forward within L * eps, backward within 4 * eps of each
+// tensor's scale (test_dtypes_shapes.cpp derives the bounds).
+void expect_low_precision_near_reference(const LstmProblem& p, uint64_t grad_seed);
+
 // oneDNN benchdnn style: 4 * (1 + backward) * ceil(log2(depth)) * eps, where
 // depth is the number of terms accumulated along the longest dependency chain.
 double accumulation_tolerance(DType dtype, double depth, bool backward);

@@ -104,25 +104,6 @@ LstmConfig large_config(bool bidirectional, bool packed) {
   return c;
 }
 
-// Forward + backward within the bfloat16 tolerances of test_dtypes_shapes
-// (forward L * eps, backward 4 * eps of each tensor's scale).
-void expect_near_reference(const LstmProblem& p, uint64_t seed) {
-  const LstmProblem p64 = converted_problem(p, DType::Float64);
-  const LstmGrads g = make_grads(p, seed);
-  const ForwardResult fwd = run_forward(p);
-  const ForwardResult ref = run_reference_forward(p64);
-  const NamedViews a = forward_outputs(fwd), b = forward_outputs(ref);
-  for (std::size_t k = 0; k < a.size(); ++k) {
-    EXPECT_TRUE(close_to(a[k].second, b[k].second, p.cfg.L * epsilon(DType::BFloat16))) << a[k].first;
-  }
-  const BackwardResult bwd = run_backward(p, g, fwd);
-  const BackwardResult ref_bwd = run_reference_backward(p64, converted_grads(g, DType::Float64), ref);
-  const NamedViews ga = backward_outputs(bwd), gb = backward_outputs(ref_bwd);
-  for (std::size_t k = 0; k < ga.size(); ++k) {
-    EXPECT_TRUE(close_to(ga[k].second, gb[k].second, 4 * epsilon(DType::BFloat16))) << ga[k].first;
-  }
-}
-
 TEST(Bf16Projection, TakenWhenLargeAndNormalAndWithinTolerance) {
   for (bool bidirectional : {false, true}) {
     for (bool packed : {false, true}) {
@@ -133,7 +114,7 @@ TEST(Bf16Projection, TakenWhenLargeAndNormalAndWithinTolerance) {
       (void)run_forward(p);
       const int64_t expected = bf16_gemm_available() ? 2 * c.D() : 0;
       EXPECT_EQ(bf16_gemm_runs() - before, expected) << "two row halves per direction of layer 0";
-      expect_near_reference(p, 77);
+      expect_low_precision_near_reference(p, 77);
     }
   }
 }
@@ -154,7 +135,7 @@ TEST(Bf16Projection, NotTakenForSmallProblemsOrTinyOperands) {
     SCOPED_TRACE(which == 0 ? "subnormal input" : "tiny w_ih");
     (void)run_forward(p);
     EXPECT_EQ(bf16_gemm_runs(), before);
-    expect_near_reference(p, 78);
+    expect_low_precision_near_reference(p, 78);
   }
 }
 

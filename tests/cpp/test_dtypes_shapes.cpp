@@ -33,28 +33,7 @@ namespace {
 
 void check_low_precision(const LstmConfig& cfg, uint64_t seed) {
   SCOPED_TRACE(cfg.name());
-  const LstmProblem p = make_problem(cfg, seed);  // rounded to cfg.dtype
-  const LstmProblem p64 = converted_problem(p, DType::Float64);  // exactly the same values
-  const LstmGrads g = make_grads(p, seed + 1);
-  const LstmGrads g64 = converted_grads(g, DType::Float64);
-
-  const ForwardResult fwd = run_forward(p);
-  const ForwardResult ref = run_reference_forward(p64);
-  const double fwd_tol = static_cast<double>(cfg.L) * epsilon(cfg.dtype);
-  const NamedViews a = forward_outputs(fwd), b = forward_outputs(ref);
-  for (std::size_t k = 0; k < a.size(); ++k) {
-    EXPECT_EQ(a[k].second.dtype, cfg.dtype) << a[k].first;
-    EXPECT_TRUE(close_to(a[k].second, b[k].second, fwd_tol)) << a[k].first;
-  }
-  const BackwardResult bwd = run_backward(p, g, fwd);
-  const BackwardResult ref_bwd = run_reference_backward(p64, g64, ref);
-  const double bwd_tol = 4 * epsilon(cfg.dtype);
-  const NamedViews ga = backward_outputs(bwd), gb = backward_outputs(ref_bwd);
-  ASSERT_EQ(ga.size(), gb.size());
-  for (std::size_t k = 0; k < ga.size(); ++k) {
-    EXPECT_EQ(ga[k].second.dtype, cfg.dtype) << ga[k].first;
-    EXPECT_TRUE(close_to(ga[k].second, gb[k].second, bwd_tol)) << ga[k].first;
-  }
+  expect_low_precision_near_reference(make_problem(cfg, seed), seed + 1);  // rounded to cfg.dtype
 }
 
 void low_precision_sweep(DType dtype) {
