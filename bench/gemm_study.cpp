@@ -8,13 +8,13 @@
 //   step  recurrent step C (M, 4H) += A (M, H) * w_hh^T, M = batch, the weight
 //         pre-packed where the candidate allows: dnnl_sgemm NN (w^T stored) and
 //         NT (w stored), OpenBLAS NN, oneDNN matmul with packed weights (format
-//         any, sum post-op), src/kernels gemm_packed_accumulate
+//         any, sum post-op), lstmop's recurrent product (w_hh packed once)
 //   proj  the input projection (T*B, 4H) = x (T*B, I) * w_ih^T, same candidates
 //   bwd   the backward's big products: dW (4H, K) = dG^T (4H, TB) * X (TB, K)
 //         and dX (TB, I) = dG (TB, 4H) * W (4H, I)
 //   det   bitwise equality of dnnl_sgemm and matmul results on 1 vs 2 threads
 //   bf16  bf16 GEMM (oneDNN matmul bf16 -> f32): available on this CPU? rate vs sgemm
-//   cell  one recurrent step end to end: product + fused gates (src/kernels)
+//   cell  one recurrent step end to end: product + lstmop's forward cell pass
 #include <cblas.h>
 #include <immintrin.h>
 #include <omp.h>
@@ -31,9 +31,11 @@
 #include <string>
 #include <vector>
 
-#include "cpu_isa.h"
-#include "lstm_gates.h"
-#include "recurrent_gemm.h"
+// lstmop's internal kernels (src/): the production per-step product and cell pass.
+#include "kernels/cpu_isa.h"
+#include "lstm_cell.h"
+#include "recurrent_product.h"
+#include "workspace.h"
 
 extern "C" void openblas_set_num_threads(int);
 
@@ -167,13 +169,15 @@ void compare_products(const char* what, int64_t m, int64_t n, int64_t k, bool wi
   DnnlMatmul mm(m, n, k, a.data(), wt.data(), c.data(), true);
   names.push_back(("dnnl matmul " + mm.impl).substr(0, 22));
   calls.push_back([&]() { mm.run(); });
-  using namespace lstmop::kernels;
-  std::vector<float> pb(static_cast<std::size_t>(packed_b_size(k, n)));
-  pack_b_from_rows(w.data(), k, k, n, nullptr, pb.data());
-  const Isa isa = best_isa();
+  lstmop::detail::WorkspaceArena arena;
+  lstmop::detail::RecurrentProduct product;
+  product.allocate(arena, k, n);
+  arena.commit();
+  product.set_b_from_rows(w.data(), k);
   if (with_kernel) {
-    names.push_back(std::string("packed kernel ") + isa_name(isa));
-    calls.push_back([&]() { gemm_packed_accumulate(isa, m, k, a.data(), k, pb.data(), 0, n, c.data(), n); });
+    names.push_back(std::string("packed kernel ") +
+                    lstmop::kernels::isa_name(lstmop::kernels::best_isa()));
+    calls.push_back([&]() { product.accumulate(m, a.data(), k, c.data(), n); });
   }
   std::vector<double> t = seconds_per_call(calls);
   for (std::size_t i = 0; i < t.size(); ++i) print_rate(what, names[i].c_str(), flop, t[i], t[0]);
@@ -328,15 +332,14 @@ void section_bf16() {
               pd.impl_info_str(), flop / s * 1e-9, flop / sf * 1e-9, sf / s);
 }
 
-// One recurrent step: gates (M, 4H) += h (M, H) * w_hh^T, then the fused gate
-// pass (training: saved activations written), for the step shapes of S2/S3/S5.
+// One recurrent step: gates (M, 4H) += h (M, H) * w_hh^T, then the forward
+// cell pass (training: saved activations written), for the step shapes of
+// S2/S3/S5: lstmop's kernels against dnnl_sgemm + the same cell pass.
 void section_cell() {
-  using namespace lstmop::kernels;
-  std::printf("cell: one recurrent step = product + fused gates (training outputs), per step\n");
+  std::printf("cell: one recurrent step = product + forward cell pass (training outputs), per step\n");
   struct Shape { const char* name; int64_t m, h; };
   std::vector<Shape> shapes = {{"S3", 1, 128}, {"S5", 8, 128}, {"S2", 32, 256}, {"S1/S4", 64, 512}};
   if (g_quick) shapes.resize(2);
-  const Isa isa = best_isa();
   for (const Shape& s : shapes) {
     const int64_t m = s.m, h = s.h, n = 4 * h;
     // h_prev tiny: every timed call adds its product into the same gates, which must stay in
@@ -347,61 +350,39 @@ void section_cell() {
     for (int64_t j = 0; j < n; ++j)
       for (int64_t kk = 0; kk < h; ++kk) wt[static_cast<std::size_t>(kk * n + j)] = w[static_cast<std::size_t>(j * h + kk)];
     std::vector<float> bias = random_floats(n, 12), cstate(static_cast<std::size_t>(m * h), 0.1f),
-        hout(static_cast<std::size_t>(m * h)), saved(static_cast<std::size_t>(5 * m * h));
-    std::vector<float> pb(static_cast<std::size_t>(packed_b_size(h, n)));
-    std::vector<int64_t> order = gate_interleaved_columns(h, kPanelWidth);
-    pack_b_from_rows(w.data(), h, h, n, order.data(), pb.data());
-    // Gate-blocked layout (i f g o blocks of H): one gate call per row.
-    auto gates_blocked = [&]() {
-      for (int64_t r = 0; r < m; ++r) {
-        GateForward g;
-        const float* row = gates.data() + r * n;
-        g.n = h;
-        g.a_i = row; g.a_f = row + h; g.a_g = row + 2 * h; g.a_o = row + 3 * h;
-        g.b_i = bias.data(); g.b_f = bias.data() + h; g.b_g = bias.data() + 2 * h; g.b_o = bias.data() + 3 * h;
-        g.c_prev = g.c = cstate.data() + r * h;
-        g.h = hout.data() + r * h;
-        float* sv = saved.data() + r * h;
-        g.i = sv; g.j = sv + m * h; g.f = sv + 2 * m * h; g.o = sv + 3 * m * h; g.tanhc = sv + 4 * m * h;
-        lstm_gates_forward(isa, g);
-      }
-    };
-    // Gate-interleaved layout: one call per 16 units (the gates of a group side by side).
-    auto gates_interleaved = [&]() {
-      for (int64_t r = 0; r < m; ++r)
-        for (int64_t u0 = 0; u0 < h; u0 += kPanelWidth) {
-          const int64_t len = std::min<int64_t>(kPanelWidth, h - u0);
-          const float* grp = gates.data() + r * n + 4 * u0;
-          GateForward g;
-          g.n = len;
-          g.a_i = grp; g.a_f = grp + len; g.a_g = grp + 2 * len; g.a_o = grp + 3 * len;
-          g.b_i = bias.data() + 4 * u0; g.b_f = g.b_i + len; g.b_g = g.b_i + 2 * len; g.b_o = g.b_i + 3 * len;
-          g.c_prev = g.c = cstate.data() + r * h + u0;
-          g.h = hout.data() + r * h + u0;
-          float* sv = saved.data() + r * h + u0;
-          g.i = sv; g.j = sv + m * h; g.f = sv + 2 * m * h; g.o = sv + 3 * m * h; g.tanhc = sv + 4 * m * h;
-          lstm_gates_forward(isa, g);
-        }
+        hstate(static_cast<std::size_t>(m * h)), hout(static_cast<std::size_t>(m * h)),
+        saved(static_cast<std::size_t>(7 * m * h));
+    lstmop::detail::WorkspaceArena arena;
+    lstmop::detail::RecurrentProduct product;
+    product.allocate(arena, h, n);
+    arena.commit();
+    product.set_b_from_rows(w.data(), h);
+    lstmop::detail::StepSaved<float> sv;
+    float* const sp = saved.data();
+    sv.i = sp; sv.j = sp + m * h; sv.f = sp + 2 * m * h; sv.o = sp + 3 * m * h;
+    sv.h = sp + 4 * m * h; sv.c = sp + 5 * m * h; sv.tanhc = sp + 6 * m * h;
+    auto cell_pass = [&]() {
+      lstmop::detail::lstm_cell_forward<float, float>(m, h, 0, h, gates.data(), bias.data(),
+                                                      cstate.data(), hstate.data(), hout.data(), h, &sv);
     };
     std::vector<double> t = seconds_per_call(std::vector<std::function<void()>>{
         [&]() { dnnl_sgemm('N', 'N', m, n, h, 1.0f, hp.data(), h, wt.data(), n, 1.0f, gates.data(), n); },
-        [&]() { gemm_packed_accumulate(isa, m, h, hp.data(), h, pb.data(), 0, n, gates.data(), n); },
-        gates_blocked, gates_interleaved,
+        [&]() { product.accumulate(m, hp.data(), h, gates.data(), n); },
+        cell_pass,
         [&]() {
           dnnl_sgemm('N', 'N', m, n, h, 1.0f, hp.data(), h, wt.data(), n, 1.0f, gates.data(), n);
-          gates_blocked();
+          cell_pass();
         },
         [&]() {
-          gemm_packed_accumulate(isa, m, h, hp.data(), h, pb.data(), 0, n, gates.data(), n);
-          gates_interleaved();
+          product.accumulate(m, hp.data(), h, gates.data(), n);
+          cell_pass();
         }});
-    const double t_sgemm = t[0], t_kernel = t[1], t_gates_b = t[2], t_gates_i = t[3], t_step_dnnl = t[4],
-                 t_step_kernel = t[5];
-    std::printf("  %-6s M=%-3lld H=%-4lld product: dnnl_sgemm %.2f us, packed %.2f us | gates: blocked %.2f us,"
-                " interleaved %.2f us (%.2f ns/unit) | step: sgemm+gates %.2f us, packed+gates %.2f us (x%.2f)\n",
+    const double t_sgemm = t[0], t_kernel = t[1], t_cell = t[2], t_step_dnnl = t[3], t_step_kernel = t[4];
+    std::printf("  %-6s M=%-3lld H=%-4lld product: dnnl_sgemm %.2f us, packed %.2f us | cell pass %.2f us"
+                " (%.2f ns/unit) | step: sgemm+cell %.2f us, packed+cell %.2f us (x%.2f)\n",
                 s.name, static_cast<long long>(m), static_cast<long long>(h), t_sgemm * 1e6, t_kernel * 1e6,
-                t_gates_b * 1e6, t_gates_i * 1e6, t_gates_i * 1e9 / static_cast<double>(m * h),
-                t_step_dnnl * 1e6, t_step_kernel * 1e6, t_step_dnnl / t_step_kernel);
+                t_cell * 1e6, t_cell * 1e9 / static_cast<double>(m * h), t_step_dnnl * 1e6,
+                t_step_kernel * 1e6, t_step_dnnl / t_step_kernel);
   }
 }
 

@@ -6,7 +6,7 @@ set -euo pipefail
 packages=(
   build-essential cmake ninja-build git
   libgtest-dev libgmock-dev googletest libbenchmark-dev
-  libdnnl-dev ocl-icd-opencl-dev libhwy-dev libsleef-dev libopenblas-dev
+  libdnnl-dev ocl-icd-opencl-dev libopenblas-dev
   python3-torch libtorch-dev python3-numpy python3-pytest python3-matplotlib python3-tqdm
   clang libclang-rt-14-dev
 )

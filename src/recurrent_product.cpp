@@ -2,12 +2,12 @@
 #include "recurrent_product.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include "gemm.h"
 #ifdef LSTMOP_HAVE_PACKED_RECURRENT_GEMM
 #include <immintrin.h>
 
-#include "kernels/recurrent_gemm.h"
 #include "lstm_cell_avx2.h"
 #include "recurrent_product_isa.h"
 #endif
@@ -21,8 +21,25 @@ namespace {
 
 #define LSTMOP_TARGET_AVX2 __attribute__((target("avx2,fma")))
 
-constexpr int64_t kPanel = kernels::kPanelWidth;  // 16 columns = 2 ymm
-static_assert(kPanel == 16, "the AVX2 tiles below hold a panel in two ymm registers");
+// Packed layout of a (k, n) B: its columns in panels of kPanel; panel p holds
+// columns [16p, 16p + 16) as k rows of 16 contiguous floats (16p*k + kk*16 +
+// lane), the last panel zero-padded.
+constexpr int64_t kPanel = 16;  // 16 columns = 2 ymm
+
+int64_t packed_b_size(int64_t k, int64_t n) { return (n + kPanel - 1) / kPanel * kPanel * k; }
+
+// The scalar body: c = fma(a[kk], b[kk], c) for kk = 0..k-1 from C's value.
+void packed_accumulate_scalar(int64_t m, int64_t k, int64_t n, const float* a, int64_t lda,
+                              const float* packed, float* c, int64_t ldc) {
+  for (int64_t i = 0; i < m; ++i) {
+    for (int64_t j = 0; j < n; ++j) {
+      const float* b = packed + (j / kPanel) * kPanel * k + j % kPanel;
+      float acc = c[i * ldc + j];
+      for (int64_t kk = 0; kk < k; ++kk) acc = std::fma(a[i * lda + kk], b[kk * kPanel], acc);
+      c[i * ldc + j] = acc;
+    }
+  }
+}
 
 // Lanes k < valid (0..8) set.
 LSTMOP_TARGET_AVX2 inline __m256i lanes(int64_t valid) {
@@ -179,12 +196,12 @@ LSTMOP_TARGET_AVX2 void packed_accumulate_avx2(int64_t m, int64_t k, int64_t n, 
 void RecurrentProduct::allocate(WorkspaceArena& arena, int64_t k, int64_t n) {
   k_ = k;
   n_ = n;
-  arena.add(packed_, "the packed recurrent weight", kernels::packed_b_size(k, n));
+  arena.add(packed_, "the packed recurrent weight", packed_b_size(k, n));
 }
 
 void RecurrentProduct::set_b(const float* b, int64_t ldb) {
   // Panel p: columns [16p, 16p + 16) as k rows of 16 floats, zero-padded.
-  constexpr int64_t P = kernels::kPanelWidth;
+  constexpr int64_t P = kPanel;
   float* packed = packed_.data();
   for (int64_t j0 = 0; j0 < n_; j0 += P) {
     float* panel = packed + j0 * k_;
@@ -198,7 +215,20 @@ void RecurrentProduct::set_b(const float* b, int64_t ldb) {
 }
 
 void RecurrentProduct::set_b_from_rows(const float* w, int64_t ldw) {
-  kernels::pack_b_from_rows(w, ldw, k_, n_, nullptr, packed_.data());
+  // Packed column j is W's row j.
+  float* packed = packed_.data();
+  for (int64_t j0 = 0; j0 < n_; j0 += kPanel) {
+    float* panel = packed + j0 * k_;
+    for (int64_t lane = 0; lane < kPanel; ++lane) {
+      const int64_t j = j0 + lane;
+      if (j >= n_) {
+        for (int64_t kk = 0; kk < k_; ++kk) panel[kk * kPanel + lane] = 0.0f;
+        continue;
+      }
+      const float* row = w + j * ldw;
+      for (int64_t kk = 0; kk < k_; ++kk) panel[kk * kPanel + lane] = row[kk];
+    }
+  }
 }
 
 void RecurrentProduct::accumulate(int64_t m, const float* a, int64_t lda, float* c,
@@ -220,8 +250,7 @@ void RecurrentProduct::accumulate(kernels::Isa isa, int64_t m, const float* a, i
     case kernels::Isa::Scalar:
       break;
   }
-  kernels::gemm_packed_accumulate(kernels::Isa::Scalar, m, k_, a, lda, packed_.data(), 0, n_, c,
-                                  ldc);
+  packed_accumulate_scalar(m, k_, n_, a, lda, packed_.data(), c, ldc);
 }
 
 #else
