@@ -32,10 +32,10 @@
 #include <vector>
 
 // lstmop's internal kernels (src/): the production per-step product and cell pass.
-#include "kernels/cpu_isa.h"
-#include "lstm_cell.h"
-#include "recurrent_product.h"
-#include "workspace.h"
+#include "kernels/cpu_features.h"
+#include "kernels/cell_pass.h"
+#include "kernels/recurrent_product.h"
+#include "common/workspace.h"
 
 extern "C" void openblas_set_num_threads(int);
 

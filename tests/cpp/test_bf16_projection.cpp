@@ -16,7 +16,7 @@
 #include <random>
 #include <tuple>
 
-#include "gemm.h"
+#include "gemm/gemm.h"
 #include "lstm_test_support.h"
 #include "lstmop/lstmop.h"
 

@@ -17,9 +17,9 @@
 #include <random>
 #include <vector>
 
-#include "lstm_cell_avx2.h"
+#include "kernels/cell_pass_avx2.h"
 #include "lstmop/tensor.h"
-#include "lstm_cell_avx512.h"
+#include "kernels/cell_pass_avx512.h"
 
 namespace lstmop {
 namespace detail {

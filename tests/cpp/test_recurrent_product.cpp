@@ -11,8 +11,8 @@
 #include <random>
 #include <vector>
 
-#include "recurrent_product.h"
-#include "workspace.h"
+#include "kernels/recurrent_product.h"
+#include "common/workspace.h"
 
 namespace lstmop {
 namespace detail {

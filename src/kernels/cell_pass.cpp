@@ -1,13 +1,13 @@
 // The fused element-wise LSTM step passes (scalar loops; see lstm_cell.h).
-#include "lstm_cell.h"
+#include "kernels/cell_pass.h"
 
 #include <algorithm>
 #include <cmath>
 #include <type_traits>
 
-#include "element_access.h"
-#include "lstm_cell_avx2.h"
-#include "lstm_cell_avx512.h"
+#include "common/element_access.h"
+#include "kernels/cell_pass_avx2.h"
+#include "kernels/cell_pass_avx512.h"
 
 namespace lstmop {
 namespace detail {

@@ -2,7 +2,7 @@
 // on 8-float vectors. Every function that uses these instructions carries the
 // target attribute; the library is built for the baseline ISA and calls in
 // here only after cpu_has_avx2_fma().
-#include "lstm_cell_avx2.h"
+#include "kernels/cell_pass_avx2.h"
 
 #include <immintrin.h>
 
@@ -73,7 +73,7 @@ struct Avx2 {
 }  // namespace detail
 }  // namespace lstmop
 
-#include "lstm_cell_simd.h"
+#include "kernels/cell_pass_simd.h"
 
 namespace lstmop {
 namespace detail {

@@ -21,7 +21,7 @@
 
 #include <cstdint>
 
-#include "lstm_cell.h"
+#include "kernels/cell_pass.h"
 
 namespace lstmop {
 namespace detail {

@@ -1,15 +1,15 @@
 // The per-step product of recurrent_product.h.
-#include "recurrent_product.h"
+#include "kernels/recurrent_product.h"
 
 #include <algorithm>
 #include <cmath>
 
-#include "gemm.h"
+#include "gemm/gemm.h"
 #ifdef LSTMOP_HAVE_PACKED_RECURRENT_GEMM
 #include <immintrin.h>
 
-#include "lstm_cell_avx2.h"
-#include "recurrent_product_isa.h"
+#include "kernels/cell_pass_avx2.h"
+#include "kernels/recurrent_product_isa.h"
 #endif
 
 namespace lstmop {

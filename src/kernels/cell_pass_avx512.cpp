@@ -3,11 +3,11 @@
 // same bits for every element; masked tails are cheap here. Every function
 // carries the target attribute; lstm_cell.cpp calls in only on a CPU with
 // AVX-512 F and BW (cpu_has_avx512_cell()).
-#include "lstm_cell_avx512.h"
+#include "kernels/cell_pass_avx512.h"
 
 #include <immintrin.h>
 
-#include "kernels/cpu_isa.h"
+#include "kernels/cpu_features.h"
 
 // GCC 12 warns inside avx512fintrin.h that the _mm512_undefined_ps()
 // pass-through operand of the unmasked min/max/roundscale "may be used
@@ -87,7 +87,7 @@ struct Avx512 {
 }  // namespace detail
 }  // namespace lstmop
 
-#include "lstm_cell_simd.h"
+#include "kernels/cell_pass_simd.h"
 
 namespace lstmop {
 namespace detail {

@@ -6,7 +6,7 @@
 #include <sstream>
 
 #include "lstmop/error.h"
-#include "tensor_alloc.h"
+#include "common/tensor_alloc.h"
 
 namespace lstmop {
 

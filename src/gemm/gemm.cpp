@@ -13,7 +13,7 @@
 // so each row of B loaded serves four updates. Blocking over n and k keeps the
 // B block in cache; k blocks run in increasing order, so every C element sums
 // its k products in order 0..k-1.
-#include "gemm.h"
+#include "gemm/gemm.h"
 
 #include <dnnl.h>
 #include <omp.h>
@@ -25,7 +25,7 @@
 #include <new>
 #include <vector>
 
-#include "kernels/cpu_isa.h"
+#include "kernels/cpu_features.h"
 
 namespace lstmop {
 namespace detail {

@@ -24,13 +24,13 @@
 #include <algorithm>
 #include <type_traits>
 
-#include "element_access.h"
-#include "gemm.h"
-#include "lstm_cell.h"
-#include "lstm_driver.h"
-#include "recurrent_product.h"
-#include "threads.h"
-#include "workspace.h"
+#include "common/element_access.h"
+#include "gemm/gemm.h"
+#include "kernels/cell_pass.h"
+#include "driver/drivers.h"
+#include "kernels/recurrent_product.h"
+#include "driver/threads.h"
+#include "common/workspace.h"
 
 namespace lstmop {
 namespace detail {

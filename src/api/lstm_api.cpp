@@ -2,9 +2,9 @@
 // then hand over to the production drivers.
 #include "lstmop/lstm.h"
 
-#include "lstm_args.h"
-#include "lstm_driver.h"
-#include "tensor_alloc.h"
+#include "api/lstm_args.h"
+#include "driver/drivers.h"
+#include "common/tensor_alloc.h"
 
 namespace lstmop {
 

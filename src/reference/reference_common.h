@@ -6,8 +6,8 @@
 #include <cstdint>
 #include <vector>
 
-#include "element_access.h"
-#include "lstm_args.h"
+#include "common/element_access.h"
+#include "api/lstm_args.h"
 
 namespace lstmop {
 namespace reference {

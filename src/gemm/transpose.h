@@ -11,7 +11,7 @@
 #include <algorithm>
 #include <cstdint>
 
-#include "lstm_cell_avx2.h"
+#include "kernels/cell_pass_avx2.h"
 
 namespace lstmop {
 namespace detail {

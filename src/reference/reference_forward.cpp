@@ -5,8 +5,8 @@
 #include <vector>
 
 #include "lstmop/reference.h"
-#include "reference_common.h"
-#include "tensor_alloc.h"
+#include "reference/reference_common.h"
+#include "common/tensor_alloc.h"
 
 namespace lstmop {
 namespace reference {

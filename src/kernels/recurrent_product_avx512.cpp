@@ -19,7 +19,7 @@
 
 #include <cstdint>
 
-#include "recurrent_product_isa.h"
+#include "kernels/recurrent_product_isa.h"
 
 namespace lstmop {
 namespace detail {

@@ -1,5 +1,5 @@
 // lstmop kernels: run-time instruction-set detection.
-#include "cpu_isa.h"
+#include "kernels/cpu_features.h"
 
 #include <cstdlib>
 #include <cstring>

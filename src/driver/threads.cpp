@@ -1,5 +1,5 @@
 // Thread count setting and the task runner of threads.h.
-#include "threads.h"
+#include "driver/threads.h"
 
 #include <unistd.h>
 

@@ -1,6 +1,6 @@
 // float transpose (transpose.h): 8 x 8 blocks in AVX2 registers (unpack /
 // shuffle / permute), the generic tiled loop for edges and other CPUs.
-#include "transpose.h"
+#include "gemm/transpose.h"
 
 #include <immintrin.h>
 

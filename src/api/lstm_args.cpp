@@ -1,7 +1,7 @@
 // Argument checks and shape inference of the `_lstm` operator pair: every
 // rule of the contract, in one place. Each message starts with the argument's
 // name and gives the expected and the actual value.
-#include "lstm_args.h"
+#include "api/lstm_args.h"
 
 #include <cmath>
 #include <algorithm>

@@ -8,7 +8,7 @@
 
 #include <cstdint>
 
-#include "lstm_cell.h"
+#include "kernels/cell_pass.h"
 
 namespace lstmop {
 namespace detail {

@@ -1,5 +1,5 @@
 // The drivers' scratch arena and its per-thread block cache (workspace.h).
-#include "workspace.h"
+#include "common/workspace.h"
 
 #include <new>
 #include <string>

@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <cstdint>
 
-#include "lstm_args.h"
+#include "api/lstm_args.h"
 
 namespace lstmop {
 namespace detail {

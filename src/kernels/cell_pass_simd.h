@@ -33,8 +33,8 @@
 #include <cstdint>
 #include <type_traits>
 
-#include "element_access.h"
-#include "lstm_cell.h"
+#include "common/element_access.h"
+#include "kernels/cell_pass.h"
 
 #ifndef LSTMOP_CELL_TARGET
 #error "define LSTMOP_CELL_TARGET before including lstm_cell_simd.h"

@@ -20,8 +20,8 @@
 
 #include <cstdint>
 
-#include "kernels/cpu_isa.h"
-#include "workspace.h"
+#include "kernels/cpu_features.h"
+#include "common/workspace.h"
 
 namespace lstmop {
 namespace detail {
