@@ -176,7 +176,7 @@ void compare_products(const char* what, int64_t m, int64_t n, int64_t k, bool wi
   product.set_b_from_rows(w.data(), k);
   if (with_kernel) {
     names.push_back(std::string("packed kernel ") +
-                    lstmop::kernels::isa_name(lstmop::kernels::best_isa()));
+                    lstmop::kernels::isa_name(lstmop::kernels::kernel_choice().recurrent_product));
     calls.push_back([&]() { product.accumulate(m, a.data(), k, c.data(), n); });
   }
   std::vector<double> t = seconds_per_call(calls);
@@ -362,7 +362,7 @@ void section_cell() {
     sv.i = sp; sv.j = sp + m * h; sv.f = sp + 2 * m * h; sv.o = sp + 3 * m * h;
     sv.h = sp + 4 * m * h; sv.c = sp + 5 * m * h; sv.tanhc = sp + 6 * m * h;
     auto cell_pass = [&]() {
-      lstmop::detail::lstm_cell_forward<float, float>(m, h, 0, h, gates.data(), bias.data(),
+      lstmop::detail::cell_pass_forward<float, float>(m, h, 0, h, gates.data(), bias.data(),
                                                       cstate.data(), hstate.data(), hout.data(), h, &sv);
     };
     std::vector<double> t = seconds_per_call(std::vector<std::function<void()>>{
@@ -402,8 +402,9 @@ int main(int argc, char** argv) {
   if (sections.empty()) sections = {"peak", "step", "proj", "bwd", "det", "bf16", "cell"};
   omp_set_num_threads(1);
   openblas_set_num_threads(1);
-  std::printf("gemm_study: oneDNN isa %d, kernels best_isa %s, 1 thread unless said\n",
-              static_cast<int>(dnnl::get_effective_cpu_isa()), lstmop::kernels::isa_name(lstmop::kernels::best_isa()));
+  std::printf("gemm_study: oneDNN isa %d, lstmop kernels: %s; 1 thread unless said\n",
+              static_cast<int>(dnnl::get_effective_cpu_isa()),
+              lstmop::kernels::describe(lstmop::kernels::kernel_choice()).c_str());
   if (sections.count("peak")) {
     if (lstmop::kernels::isa_supported(lstmop::kernels::Isa::Avx2))
       std::printf("peak: AVX2 FMA, 10 chains: %.1f GFLOP/s\n", fma_peak_avx2());

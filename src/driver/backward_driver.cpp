@@ -9,7 +9,7 @@
 //        row's step started from (saved h of the neighbouring step, or h0);
 //        dh, dc state (B, H) <- grad_hy, grad_cy;
 //        per step, in the reverse of the forward's order, rows n = step_batch[t]:
-//          lstm_cell_backward  -> d_gates[t] (n, 4H), dc_state
+//          cell_pass_backward  -> d_gates[t] (n, 4H), dc_state
 //          dh_state[:n] = d_gates[t] * w_hh           (dh GEMM)
 //        dh0, dc0 <- state;
 //        dw_ih = d_gates^T x_l, dw_hh = d_gates^T h_prev  (float where
@@ -266,7 +266,7 @@ class BackwardDriver {
     }
     load_previous(*g_.c, c0, s, dir, t, w.step[kCPrev].data(), u0, u1);
     in[kCPrev] = w.step[kCPrev].data();
-    lstm_cell_backward<Acc>(rows, H, u0, u1, in[kI], in[kJ], in[kF], in[kO], in[kTanhc],
+    cell_pass_backward<Acc>(rows, H, u0, u1, in[kI], in[kJ], in[kF], in[kO], in[kTanhc],
                             in[kCPrev], d_out_.data() + off * DH + dir * H, DH,
                             w.dh_state.data(), w.dc_state.data(), own.d_gates.data() + off * G);
   }

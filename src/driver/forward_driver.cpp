@@ -11,7 +11,7 @@
 //      gates (N, 4H) = x_l * w_ih^T             (one GEMM for all steps)
 //      per step t (forward 0..T-1, reverse T-1..0), rows n = step_batch[t]:
 //        gates[t] += h_state[:n] * w_hh^T        (recurrent_product.h)
-//        lstm_cell_forward                        (activations, c/h update,
+//        cell_pass_forward                        (activations, c/h update,
 //                                                  saved tensors, layer output)
 //      hy, cy <- state; saved tensors at positions past each sequence's end;
 //   3. scatter the last layer's output into `output` (0 in invalid rows).
@@ -235,7 +235,7 @@ class ForwardDriver {
       const int64_t first = d_.step_batch[t];
       if (first == d_.B) continue;
       const int64_t e = first * d_.H;
-      lstm_cell_fill_invalid<Acc, S>(d_.B - first, d_.H, w.h_state.data() + e,
+      cell_pass_fill_invalid<Acc, S>(d_.B - first, d_.H, w.h_state.data() + e,
                                      w.c_state.data() + e, offset_rows(saved_at(s, t), e));
     }
   }
@@ -284,7 +284,7 @@ class ForwardDriver {
              w.w_hh.data(), G, Acc(1), gates, G);
       }
       const StepSaved<S> saved = d_.train ? saved_at(s, t) : StepSaved<S>{};
-      lstm_cell_forward<Acc, S>(rows, H, 0, H, gates, w.bias.data(), w.c_state.data(),
+      cell_pass_forward<Acc, S>(rows, H, 0, H, gates, w.bias.data(), w.c_state.data(),
                                 w.h_state.data(), y + off * DH + dir * H, DH,
                                 d_.train ? &saved : nullptr);
     }
@@ -313,7 +313,7 @@ class ForwardDriver {
           for (int g = 0; g < 4; ++g) {
             w.part_recurrent[p][g].accumulate(rows, h_prev, ld_prev, gates + g * H + u0, G);
           }
-          lstm_cell_forward<Acc, S>(rows, H, u0, u1, gates, w.bias.data(), w.c_state.data(),
+          cell_pass_forward<Acc, S>(rows, H, u0, u1, gates, w.bias.data(), w.c_state.data(),
                                     w.h_state.data(), y + off * DH, DH,
                                     d_.train ? &saved : nullptr);
         }

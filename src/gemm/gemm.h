@@ -33,7 +33,7 @@ void gemm(Transpose ta, Transpose tb, int64_t m, int64_t n, int64_t k, double al
 // True where gemm()'s float TN form (A read transposed) runs the backward's
 // weight-gradient shapes at its full rate: dnnl_sgemm's AVX-512 kernels do;
 // its AVX2 ones ran them at half the NT rate (Zen 3), so there the drivers
-// transpose the operands first. Follows kernels::best_isa() (LSTMOP_KERNEL_ISA).
+// transpose the operands first. kernel_choice() (cpu_features.h) decides it.
 bool gemm_tn_at_full_rate();
 
 // bfloat16 operands, float accumulation:
@@ -46,8 +46,8 @@ bool gemm_tn_at_full_rate();
 // AVX512-BF16 (oneDNN's brgemm matmul, vdpbf16ps, on one OpenMP thread like
 // gemm). That instruction reads subnormal inputs as zero and flushes subnormal
 // results: callers use it only on operands for which bf16_operands_normal()
-// holds. Returns false where it cannot run (no AVX512-BF16, LSTMOP_KERNEL_ISA
-// below avx512, oneDNN refusing the shape, out of memory), C's contents then
+// holds. Returns false where it cannot run (kernel_choice() says no: no
+// AVX512-BF16, or LSTMOP_KERNEL_ISA below avx512; oneDNN refusing the shape, out of memory), C's contents then
 // unspecified: the caller computes C with gemm() instead.
 bool bf16_gemm_available();
 // gemm_bf16_nt calls that ran, in this process (tests: which path a call took).

@@ -1,14 +1,15 @@
 // float transpose (transpose.h): 8 x 8 blocks in AVX2 registers (unpack /
-// shuffle / permute), the generic tiled loop for edges and other CPUs.
+// shuffle / permute), the generic tiled loop for edges and without AVX2.
 #include "gemm/transpose.h"
 
 #include <immintrin.h>
 
+#include "kernels/cpu_features.h"
+#include "kernels/isa_target.h"
+
 namespace lstmop {
 namespace detail {
 namespace {
-
-#define LSTMOP_TARGET_AVX2 __attribute__((target("avx2,fma")))
 
 LSTMOP_TARGET_AVX2 inline void block_8x8(const float* src, int64_t lds, float* dst, int64_t ldd) {
   __m256 r[8], t[8];
@@ -56,7 +57,7 @@ LSTMOP_TARGET_AVX2 void transpose_avx2(int64_t rows, int64_t cols, const float* 
 
 void transpose(int64_t rows, int64_t cols, const float* src, int64_t lds, float* dst,
                int64_t ldd) {
-  if (cpu_has_avx2_fma()) {
+  if (kernels::kernel_choice().transpose == kernels::Isa::Avx2) {
     transpose_avx2(rows, cols, src, lds, dst, ldd);
   } else {
     transpose<float>(rows, cols, src, lds, dst, ldd);

@@ -11,12 +11,11 @@
 #include <algorithm>
 #include <cstdint>
 
-#include "kernels/cell_pass_avx2.h"
-
 namespace lstmop {
 namespace detail {
 
-// float on an AVX2 CPU: 8 x 8 register blocks (transpose.cpp).
+// float: 8 x 8 register blocks in AVX2 where kernel_choice().transpose is
+// AVX2 (transpose.cpp), else the generic loop below; the same values either way.
 void transpose(int64_t rows, int64_t cols, const float* src, int64_t lds, float* dst,
                int64_t ldd);
 

@@ -1,8 +1,9 @@
 // Internal: the fused element-wise passes of one LSTM step, run right after
-// the step's recurrent GEMM (forward) or before its dh GEMM (backward).
+// the step's recurrent product (forward) or before its dh product (backward).
+// Each dispatches to the body kernel_choice() picks (cell_pass_isa.h).
 //
 // Acc is the compute type (float for float32/float16/bfloat16, double for
-// float64); S is the storage type of the saved tensors (float, double, Half,
+// float64); Storage is the type of the saved tensors (float, double, Half,
 // BFloat16). Gate blocks along 4H are in PyTorch order i, f, g, o.
 #pragma once
 
@@ -12,16 +13,16 @@ namespace lstmop {
 namespace detail {
 
 // Where one step's saved activations go: rows (sequences) of [slot, t] in the
-// (S, T, B, H) saved tensors, each (rows, H) with row stride H.
-template <class S>
+// (D*L, T, B, H) saved tensors, each (rows, H) with row stride H.
+template <class Storage>
 struct StepSaved {
-  S* i = nullptr;
-  S* j = nullptr;
-  S* f = nullptr;
-  S* o = nullptr;
-  S* h = nullptr;
-  S* c = nullptr;
-  S* tanhc = nullptr;
+  Storage* i = nullptr;
+  Storage* j = nullptr;
+  Storage* f = nullptr;
+  Storage* o = nullptr;
+  Storage* h = nullptr;
+  Storage* c = nullptr;
+  Storage* tanhc = nullptr;
 };
 
 // For r < rows, u_begin <= k < u_end (a range of the hidden units; 0, H for
@@ -32,17 +33,18 @@ struct StepSaved {
 //   layer_out[r * ld_out + k] = h_state[r, k]
 // and, when saved != nullptr, writes i, j, f, o, h, c, tanhc of the step.
 // gates (rows, 4H) row stride 4H; bias (4H); states (rows, H) row stride H.
-template <class Acc, class S>
-void lstm_cell_forward(int64_t rows, int64_t H, int64_t u_begin, int64_t u_end, const Acc* gates,
+template <class Acc, class Storage>
+void cell_pass_forward(int64_t rows, int64_t H, int64_t u_begin, int64_t u_end, const Acc* gates,
                        const Acc* bias, Acc* c_state, Acc* h_state, Acc* layer_out,
-                       int64_t ld_out, const StepSaved<S>* saved);
+                       int64_t ld_out, const StepSaved<Storage>* saved);
 
 // Saved tensors at positions a sequence does not reach (rows of the step past
-// its batch size): 0 in i, j, f, o; the carried state in h, c; tanh(c) in tanhc.
+// its batch size): 0 in i, j, f, o; the carried state in h, c; tanh(c) in
+// tanhc, with the forward pass's tanh (so the bits of the last valid step's).
 // h_carried, c_carried: (rows, H) row stride H.
-template <class Acc, class S>
-void lstm_cell_fill_invalid(int64_t rows, int64_t H, const Acc* h_carried, const Acc* c_carried,
-                            const StepSaved<S>& saved);
+template <class Acc, class Storage>
+void cell_pass_fill_invalid(int64_t rows, int64_t H, const Acc* h_carried, const Acc* c_carried,
+                            const StepSaved<Storage>& saved);
 
 // One step of the backward, for r < rows, u_begin <= k < u_end:
 //   dh = dh_state[r, k] + d_out[r * ld_out + k]
@@ -53,7 +55,7 @@ void lstm_cell_fill_invalid(int64_t rows, int64_t H, const Acc* h_carried, const
 // Every element's value is the same whichever unit range computes it.
 // dh_state is only read: the caller overwrites it with d_gates * w_hh.
 template <class Acc>
-void lstm_cell_backward(int64_t rows, int64_t H, int64_t u_begin, int64_t u_end, const Acc* i,
+void cell_pass_backward(int64_t rows, int64_t H, int64_t u_begin, int64_t u_end, const Acc* i,
                         const Acc* j, const Acc* f, const Acc* o, const Acc* tanhc,
                         const Acc* c_prev, const Acc* d_out, int64_t ld_out,
                         const Acc* dh_state, Acc* dc_state, Acc* d_gates);

@@ -1,12 +1,13 @@
-// AVX2 + FMA cell passes (see lstm_cell_avx2.h): lstm_cell_simd.h's bodies
-// on 8-float vectors. Every function that uses these instructions carries the
-// target attribute; the library is built for the baseline ISA and calls in
-// here only after cpu_has_avx2_fma().
-#include "kernels/cell_pass_avx2.h"
-
+// AVX2 + FMA cell passes (cell_pass_isa.h): cell_pass_simd.h's bodies on
+// 8-float vectors, forward and backward. Every function that uses these
+// instructions carries LSTMOP_TARGET_AVX2; cell_pass.cpp calls in here only
+// where kernel_choice() picked AVX2.
 #include <immintrin.h>
 
-#define LSTMOP_CELL_TARGET __attribute__((target("avx2,fma")))
+#include "kernels/cell_pass_isa.h"
+#include "kernels/isa_target.h"
+
+#define LSTMOP_CELL_TARGET LSTMOP_TARGET_AVX2
 
 namespace lstmop {
 namespace detail {
@@ -78,25 +79,20 @@ struct Avx2 {
 namespace lstmop {
 namespace detail {
 
-bool cpu_has_avx2_fma() {
-  static const bool has = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-  return has;
-}
-
-template <class S>
-void lstm_cell_forward_avx2(int64_t rows, int64_t H, int64_t u_begin, int64_t u_end,
+template <class Storage>
+void cell_pass_forward_avx2(int64_t rows, int64_t H, int64_t u_begin, int64_t u_end,
                             const float* gates, const float* bias, float* c_state,
                             float* h_state, float* layer_out, int64_t ld_out,
-                            const StepSaved<S>* saved) {
-  cell_simd::cell_forward<Avx2, S>(rows, H, u_begin, u_end, gates, bias, c_state, h_state,
-                                   layer_out, ld_out, saved);
+                            const StepSaved<Storage>* saved) {
+  cell_simd::cell_forward<Avx2, Storage>(rows, H, u_begin, u_end, gates, bias, c_state, h_state,
+                                         layer_out, ld_out, saved);
 }
 
-void lstm_cell_backward_avx2(int64_t rows, int64_t H, int64_t u_begin, int64_t u_end,
-                             const float* i, const float* j,
-                             const float* f, const float* o, const float* tanhc,
-                             const float* c_prev, const float* d_out, int64_t ld_out,
-                             const float* dh_state, float* dc_state, float* d_gates) {
+void cell_pass_backward_avx2(int64_t rows, int64_t H, int64_t u_begin, int64_t u_end,
+                             const float* i, const float* j, const float* f, const float* o,
+                             const float* tanhc, const float* c_prev, const float* d_out,
+                             int64_t ld_out, const float* dh_state, float* dc_state,
+                             float* d_gates) {
   cell_simd::cell_backward<Avx2>(rows, H, u_begin, u_end, i, j, f, o, tanhc, c_prev, d_out,
                                  ld_out, dh_state, dc_state, d_gates);
 }
@@ -108,12 +104,14 @@ void tanh_avx2(int64_t n, const float* x, float* y) {
   cell_simd::apply<Avx2, cell_simd::tanh_v<Avx2>>(n, x, y);
 }
 
-template void lstm_cell_forward_avx2<float>(int64_t, int64_t, int64_t, int64_t, const float*, const float*, float*,
-                                            float*, float*, int64_t, const StepSaved<float>*);
-template void lstm_cell_forward_avx2<Half>(int64_t, int64_t, int64_t, int64_t, const float*, const float*, float*,
-                                           float*, float*, int64_t, const StepSaved<Half>*);
-template void lstm_cell_forward_avx2<BFloat16>(int64_t, int64_t, int64_t, int64_t, const float*, const float*,
-                                               float*, float*, float*, int64_t,
+template void cell_pass_forward_avx2<float>(int64_t, int64_t, int64_t, int64_t, const float*,
+                                            const float*, float*, float*, float*, int64_t,
+                                            const StepSaved<float>*);
+template void cell_pass_forward_avx2<Half>(int64_t, int64_t, int64_t, int64_t, const float*,
+                                           const float*, float*, float*, float*, int64_t,
+                                           const StepSaved<Half>*);
+template void cell_pass_forward_avx2<BFloat16>(int64_t, int64_t, int64_t, int64_t, const float*,
+                                               const float*, float*, float*, float*, int64_t,
                                                const StepSaved<BFloat16>*);
 
 }  // namespace detail

@@ -1,13 +1,14 @@
-// AVX-512 forward cell pass: lstm_cell_simd.h's body on 16-float vectors, with the
-// same lane-wise operations as the AVX2 ones (lstm_cell_avx2.cpp), hence the
-// same bits for every element; masked tails are cheap here. Every function
-// carries the target attribute; lstm_cell.cpp calls in only on a CPU with
-// AVX-512 F and BW (cpu_has_avx512_cell()).
-#include "kernels/cell_pass_avx512.h"
-
+// AVX-512 forward cell pass (cell_pass_isa.h): cell_pass_simd.h's body on
+// 16-float vectors, with the same lane-wise operations as the AVX2 ones
+// (cell_pass_avx2.cpp), hence the same bits for every element; masked tails
+// are cheap here. Every function that uses these instructions carries
+// LSTMOP_TARGET_AVX512; cell_pass.cpp calls in here only where
+// kernel_choice() picked AVX-512. (No backward body: an AVX-512 form of that
+// memory-bound pass measured no faster than the AVX2 one.)
 #include <immintrin.h>
 
-#include "kernels/cpu_features.h"
+#include "kernels/cell_pass_isa.h"
+#include "kernels/isa_target.h"
 
 // GCC 12 warns inside avx512fintrin.h that the _mm512_undefined_ps()
 // pass-through operand of the unmasked min/max/roundscale "may be used
@@ -16,7 +17,7 @@
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #pragma GCC diagnostic ignored "-Wuninitialized"
 
-#define LSTMOP_CELL_TARGET __attribute__((target("avx512f,avx512bw,avx2,fma")))
+#define LSTMOP_CELL_TARGET LSTMOP_TARGET_AVX512
 
 namespace lstmop {
 namespace detail {
@@ -92,32 +93,29 @@ struct Avx512 {
 namespace lstmop {
 namespace detail {
 
-bool cpu_has_avx512_cell() {
-  static const bool has = kernels::best_isa() == kernels::Isa::Avx512 &&
-                          __builtin_cpu_supports("avx512bw");
-  return has;
-}
-
-template <class S>
-void lstm_cell_forward_avx512(int64_t rows, int64_t H, int64_t u_begin, int64_t u_end,
+template <class Storage>
+void cell_pass_forward_avx512(int64_t rows, int64_t H, int64_t u_begin, int64_t u_end,
                               const float* gates, const float* bias, float* c_state,
                               float* h_state, float* layer_out, int64_t ld_out,
-                              const StepSaved<S>* saved) {
-  cell_simd::cell_forward<Avx512, S>(rows, H, u_begin, u_end, gates, bias, c_state, h_state,
+                              const StepSaved<Storage>* saved) {
+  cell_simd::cell_forward<Avx512, Storage>(rows, H, u_begin, u_end, gates, bias, c_state, h_state,
                                      layer_out, ld_out, saved);
 }
 
+void sigmoid_avx512(int64_t n, const float* x, float* y) {
+  cell_simd::apply<Avx512, cell_simd::sigmoid_v<Avx512>>(n, x, y);
+}
 void tanh_avx512(int64_t n, const float* x, float* y) {
   cell_simd::apply<Avx512, cell_simd::tanh_v<Avx512>>(n, x, y);
 }
 
-template void lstm_cell_forward_avx512<float>(int64_t, int64_t, int64_t, int64_t, const float*,
+template void cell_pass_forward_avx512<float>(int64_t, int64_t, int64_t, int64_t, const float*,
                                               const float*, float*, float*, float*, int64_t,
                                               const StepSaved<float>*);
-template void lstm_cell_forward_avx512<Half>(int64_t, int64_t, int64_t, int64_t, const float*,
+template void cell_pass_forward_avx512<Half>(int64_t, int64_t, int64_t, int64_t, const float*,
                                              const float*, float*, float*, float*, int64_t,
                                              const StepSaved<Half>*);
-template void lstm_cell_forward_avx512<BFloat16>(int64_t, int64_t, int64_t, int64_t, const float*,
+template void cell_pass_forward_avx512<BFloat16>(int64_t, int64_t, int64_t, int64_t, const float*,
                                                  const float*, float*, float*, float*, int64_t,
                                                  const StepSaved<BFloat16>*);
 

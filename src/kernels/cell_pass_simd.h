@@ -1,8 +1,8 @@
-// Internal: the vector cell passes of lstm_cell.h written once over a vector
-// type V, for lstm_cell_avx2.cpp (8 floats, AVX2 + FMA) and
-// lstm_cell_avx512.cpp (16 floats, AVX-512 F/BW). Only those two files include
-// this, each after defining LSTMOP_CELL_TARGET (the target attribute every
-// function here carries) and its V.
+// Internal: the vector cell passes of cell_pass.h written once over a vector
+// type V, for cell_pass_avx2.cpp (8 floats, AVX2 + FMA) and
+// cell_pass_avx512.cpp (16 floats, AVX-512 F/BW). Only those two files include
+// this, each after defining LSTMOP_CELL_TARGET (the target attribute of
+// isa_target.h every function here carries) and its V.
 //
 // V provides (every operation lane-wise, the same IEEE operation in both ISAs,
 // so both give the same bits for every element):
@@ -23,7 +23,7 @@
 // parts, p Cephes' expf polynomial, x clamped to [-87, 88] so 2^n is a normal
 // float (NaN kept); sigmoid(x) = 1 / (1 + exp(-x)), exactly 0 for x < -88;
 // tanh(x) = sign(x) (1 - e) / (1 + e), e = exp(-2|x|), for |x| >= 0.3 and its
-// Taylor polynomial to x^13 below (error and saturation: lstm_cell_avx2.h).
+// Taylor polynomial to x^13 below (error and saturation: cell_pass_isa.h).
 //
 // The last partial vector of a row goes through the same operations with
 // masked loads and stores, so every element gets the same bits wherever it
@@ -37,7 +37,7 @@
 #include "kernels/cell_pass.h"
 
 #ifndef LSTMOP_CELL_TARGET
-#error "define LSTMOP_CELL_TARGET before including lstm_cell_simd.h"
+#error "define LSTMOP_CELL_TARGET before including cell_pass_simd.h"
 #endif
 
 namespace lstmop {
@@ -121,27 +121,27 @@ LSTMOP_CELL_TARGET inline typename V::reg preactivation(const typename V::Tail& 
 
 // Saved-tensor stores: float directly, full bfloat16 vectors rounded in
 // registers, anything else element by element (StoreAs, nearest even).
-template <class V, bool kFull, class S>
-LSTMOP_CELL_TARGET inline void store_saved(S* dst, const typename V::Tail& m, int64_t count,
+template <class V, bool kFull, class Storage>
+LSTMOP_CELL_TARGET inline void store_saved(Storage* dst, const typename V::Tail& m, int64_t count,
                                            typename V::reg v) {
-  if constexpr (std::is_same_v<S, float>) {
+  if constexpr (std::is_same_v<Storage, float>) {
     (void)count;
     store<V, kFull>(m, dst, v);
-  } else if constexpr (std::is_same_v<S, BFloat16> && kFull) {
+  } else if constexpr (std::is_same_v<Storage, BFloat16> && kFull) {
     (void)m, (void)count;
     V::store_bfloat16(reinterpret_cast<uint16_t*>(dst), v);
   } else {
     alignas(64) float tmp[V::kLanes];
     V::storeu(tmp, v);
-    for (int64_t e = 0; e < count; ++e) dst[e] = StoreAs<S>::from(tmp[e]);
+    for (int64_t e = 0; e < count; ++e) dst[e] = StoreAs<Storage>::from(tmp[e]);
   }
 }
 
 // Columns [k, k + count) of one row.
-template <class V, bool kFull, class S>
+template <class V, bool kFull, class Storage>
 LSTMOP_CELL_TARGET inline void forward_block(int64_t H, int64_t k, int64_t count, const float* a,
                                              const float* bias, float* c, float* h, float* out,
-                                             const StepSaved<S>* saved, int64_t e) {
+                                             const StepSaved<Storage>* saved, int64_t e) {
   const typename V::Tail m = V::tail(count);
   const auto gi = sigmoid_v<V>(preactivation<V, kFull>(m, a + k, bias + k));
   const auto gf = sigmoid_v<V>(preactivation<V, kFull>(m, a + H + k, bias + H + k));
@@ -164,11 +164,11 @@ LSTMOP_CELL_TARGET inline void forward_block(int64_t H, int64_t k, int64_t count
   }
 }
 
-template <class V, class S>
+template <class V, class Storage>
 LSTMOP_CELL_TARGET void cell_forward(int64_t rows, int64_t H, int64_t u_begin, int64_t u_end,
                                      const float* gates, const float* bias, float* c_state,
                                      float* h_state, float* layer_out, int64_t ld_out,
-                                     const StepSaved<S>* saved) {
+                                     const StepSaved<Storage>* saved) {
   const int64_t G = 4 * H;
   for (int64_t r = 0; r < rows; ++r) {
     const float* a = gates + r * G;
@@ -177,10 +177,10 @@ LSTMOP_CELL_TARGET void cell_forward(int64_t rows, int64_t H, int64_t u_begin, i
     float* out = layer_out + r * ld_out;
     int64_t k = u_begin;
     for (; k + V::kLanes <= u_end; k += V::kLanes) {
-      forward_block<V, true, S>(H, k, V::kLanes, a, bias, c, h, out, saved, r * H + k);
+      forward_block<V, true, Storage>(H, k, V::kLanes, a, bias, c, h, out, saved, r * H + k);
     }
     if (k < u_end) {
-      forward_block<V, false, S>(H, k, u_end - k, a, bias, c, h, out, saved, r * H + k);
+      forward_block<V, false, Storage>(H, k, u_end - k, a, bias, c, h, out, saved, r * H + k);
     }
   }
 }

@@ -1,47 +1,91 @@
-// lstmop kernels: run-time instruction-set detection.
+// The CPU's features, read once (libgcc's cpu model: CPUID and the OS-enabled
+// register state, XCR0), and the kernel table of cpu_features.h.
 #include "kernels/cpu_features.h"
 
 #include <cstdlib>
 #include <cstring>
-#include <initializer_list>
 
 namespace lstmop {
 namespace kernels {
+namespace {
+
+struct CpuFeatures {
+  bool avx2_fma = false;
+  bool avx512 = false;  // F and BW, with AVX2 + FMA
+  bool avx512_bf16 = false;
+};
+
+const CpuFeatures& cpu_features() {
+  static const CpuFeatures features = [] {
+    __builtin_cpu_init();
+    CpuFeatures f;
+    f.avx2_fma = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+    f.avx512 = f.avx2_fma && __builtin_cpu_supports("avx512f") &&
+               __builtin_cpu_supports("avx512bw");
+    f.avx512_bf16 = f.avx512 && __builtin_cpu_supports("avx512bf16");
+    return f;
+  }();
+  return features;
+}
+
+// LSTMOP_KERNEL_ISA: "scalar" or "avx2" lower the cap; anything else (unset,
+// "avx512", unknown) leaves it at the highest ISA.
+Isa requested_cap() {
+  const char* env = std::getenv("LSTMOP_KERNEL_ISA");
+  if (env != nullptr && std::strcmp(env, "scalar") == 0) return Isa::Scalar;
+  if (env != nullptr && std::strcmp(env, "avx2") == 0) return Isa::Avx2;
+  return Isa::Avx512;
+}
+
+Isa lower(Isa a, Isa b) { return static_cast<int>(a) < static_cast<int>(b) ? a : b; }
+
+}  // namespace
 
 const char* isa_name(Isa isa) {
   switch (isa) {
     case Isa::Avx2: return "avx2";
     case Isa::Avx512: return "avx512";
-    default: return "scalar";
+    case Isa::Scalar: break;
   }
+  return "scalar";
 }
 
 bool isa_supported(Isa isa) {
-  // libgcc's cpu model checks both CPUID and the OS-enabled state (XCR0).
-  __builtin_cpu_init();
   switch (isa) {
     case Isa::Scalar: return true;
-    case Isa::Avx2: return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-    case Isa::Avx512: return __builtin_cpu_supports("avx512f") && isa_supported(Isa::Avx2);
+    case Isa::Avx2: return cpu_features().avx2_fma;
+    case Isa::Avx512: return cpu_features().avx512;
   }
   return false;
 }
 
-static Isa detect() {
-  Isa cap = Isa::Avx512;
-  if (const char* env = std::getenv("LSTMOP_KERNEL_ISA")) {
-    if (!std::strcmp(env, "scalar")) cap = Isa::Scalar;
-    else if (!std::strcmp(env, "avx2")) cap = Isa::Avx2;
-  }
-  for (Isa isa : {Isa::Avx512, Isa::Avx2}) {
-    if (static_cast<int>(isa) <= static_cast<int>(cap) && isa_supported(isa)) return isa;
-  }
-  return Isa::Scalar;
+const KernelChoice& kernel_choice() {
+  static const KernelChoice choice = [] {
+    KernelChoice c;
+    c.cap = Isa::Scalar;
+    for (Isa isa : {Isa::Avx512, Isa::Avx2}) {
+      if (static_cast<int>(isa) <= static_cast<int>(requested_cap()) && isa_supported(isa)) {
+        c.cap = isa;
+        break;
+      }
+    }
+    c.recurrent_product = c.cap;
+    c.cell_forward = c.cap;
+    c.cell_backward = lower(c.cap, Isa::Avx2);
+    c.transpose = lower(c.cap, Isa::Avx2);
+    c.bf16_gemm = c.cap == Isa::Avx512 && cpu_features().avx512_bf16;
+    c.gemm_tn_at_full_rate = c.cap == Isa::Avx512;
+    return c;
+  }();
+  return choice;
 }
 
-Isa best_isa() {
-  static const Isa isa = detect();
-  return isa;
+std::string describe(const KernelChoice& c) {
+  return std::string("cap ") + isa_name(c.cap) + ": recurrent product " +
+         isa_name(c.recurrent_product) + ", cell forward " + isa_name(c.cell_forward) +
+         ", cell backward " + isa_name(c.cell_backward) + ", transpose " +
+         isa_name(c.transpose) + ", bf16 GEMM " + (c.bf16_gemm ? "yes" : "no") +
+         ", TN weight gradients " + (c.gemm_tn_at_full_rate ? "yes" : "no");
 }
 
 }  // namespace kernels

@@ -1,24 +1,52 @@
-// lstmop kernels: which vector instruction set a kernel runs with.
+// Internal: the one place that reads the CPU's features, and the table of
+// which body every kernel family runs, decided once per process (like
+// XNNPACK's hardware-config.c + gemm-config.c).
 //
-// Every kernel has one implementation per Isa, selected at run time: the
-// best the CPU (and OS) supports, or a lower one on request (tests compare
-// each against scalar double; LSTMOP_KERNEL_ISA=scalar|avx2|avx512 caps the
-// choice for a whole process, e.g. to benchmark the fallback).
+// Each family has a generic body (portable C++) and bodies for the ISAs
+// below; LSTMOP_KERNEL_ISA=scalar|avx2|avx512 caps the ISA for the whole
+// process (read once), so every family's lower bodies can be run and tested
+// on a bigger CPU. Families: the recurrent product, the forward and the
+// backward cell pass, the float transpose, the bfloat16 GEMM, and the GEMM
+// form of the backward's weight gradients.
 #pragma once
+
+#include <string>
 
 namespace lstmop {
 namespace kernels {
 
+// Scalar: portable C++ only. Avx2: AVX2 + FMA. Avx512: AVX-512 F and BW
+// (+ AVX2 + FMA): every AVX-512 CPU but the Xeon Phi (F without BW).
 enum class Isa { Scalar = 0, Avx2 = 1, Avx512 = 2 };
 
-// "scalar", "avx2" (AVX2 + FMA), "avx512" (AVX-512 F).
+// "scalar", "avx2", "avx512".
 const char* isa_name(Isa isa);
 
-// True if this CPU and OS can run kernels built for `isa`.
+// True if this CPU and OS can run bodies built for `isa`, whatever the cap
+// (tests run every body the CPU has).
 bool isa_supported(Isa isa);
 
-// The highest supported Isa, capped by LSTMOP_KERNEL_ISA when set (read once).
-Isa best_isa();
+// The ISA every family runs with, decided once from the CPU and the cap.
+struct KernelChoice {
+  Isa cap = Isa::Scalar;  // the highest supported ISA, capped by LSTMOP_KERNEL_ISA
+  Isa recurrent_product = Isa::Scalar;
+  Isa cell_forward = Isa::Scalar;
+  // At most Avx2: an AVX-512 body of this memory-bound pass measured no
+  // faster on a Zen 4 core (0.75-1.1x).
+  Isa cell_backward = Isa::Scalar;
+  Isa transpose = Isa::Scalar;  // at most Avx2 (8 x 8 blocks)
+  // oneDNN's bfloat16 matmul (vdpbf16ps): cap Avx512 and AVX512-BF16.
+  bool bf16_gemm = false;
+  // dnnl_sgemm's TN form runs the weight-gradient shapes at its NT rate with
+  // its AVX-512 kernels (Zen 4), at half of it with its AVX2 ones (Zen 3):
+  // with AVX-512 the backward skips the transposed copies (cap Avx512).
+  bool gemm_tn_at_full_rate = false;
+};
+
+const KernelChoice& kernel_choice();
+
+// "recurrent product avx512, cell forward avx512, ..." (tests print it).
+std::string describe(const KernelChoice& choice);
 
 }  // namespace kernels
 }  // namespace lstmop

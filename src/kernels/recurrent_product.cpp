@@ -1,214 +1,35 @@
-// The per-step product of recurrent_product.h.
+// RecurrentProduct (recurrent_product.h): packing, and the dispatch to the
+// ISA bodies of recurrent_product_isa.h.
 #include "kernels/recurrent_product.h"
 
-#include <algorithm>
-#include <cmath>
-
-#include "gemm/gemm.h"
-#ifdef LSTMOP_HAVE_PACKED_RECURRENT_GEMM
-#include <immintrin.h>
-
-#include "kernels/cell_pass_avx2.h"
 #include "kernels/recurrent_product_isa.h"
-#endif
 
 namespace lstmop {
 namespace detail {
-
-#ifdef LSTMOP_HAVE_PACKED_RECURRENT_GEMM
-
 namespace {
 
-#define LSTMOP_TARGET_AVX2 __attribute__((target("avx2,fma")))
+constexpr int64_t kPanel = kRecurrentPanel;
 
-// Packed layout of a (k, n) B: its columns in panels of kPanel; panel p holds
-// columns [16p, 16p + 16) as k rows of 16 contiguous floats (16p*k + kk*16 +
-// lane), the last panel zero-padded.
-constexpr int64_t kPanel = 16;  // 16 columns = 2 ymm
-
-int64_t packed_b_size(int64_t k, int64_t n) { return (n + kPanel - 1) / kPanel * kPanel * k; }
-
-// The scalar body: c = fma(a[kk], b[kk], c) for kk = 0..k-1 from C's value.
-void packed_accumulate_scalar(int64_t m, int64_t k, int64_t n, const float* a, int64_t lda,
-                              const float* packed, float* c, int64_t ldc) {
-  for (int64_t i = 0; i < m; ++i) {
-    for (int64_t j = 0; j < n; ++j) {
-      const float* b = packed + (j / kPanel) * kPanel * k + j % kPanel;
-      float acc = c[i * ldc + j];
-      for (int64_t kk = 0; kk < k; ++kk) acc = std::fma(a[i * lda + kk], b[kk * kPanel], acc);
-      c[i * ldc + j] = acc;
-    }
-  }
-}
-
-// Lanes k < valid (0..8) set.
-LSTMOP_TARGET_AVX2 inline __m256i lanes(int64_t valid) {
-  const int v = valid < 0 ? 0 : valid > 8 ? 8 : static_cast<int>(valid);
-  return _mm256_cmpgt_epi32(_mm256_set1_epi32(v), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
-}
-
-// R rows x one panel (cols <= 16 valid columns of C). recurrent_gemm.h's
-// numerics: c = fma(a[kk], b[kk], c) for kk = 0..k-1 from C's value, the same
-// bits as its scalar and vector bodies. 2R <= 12 accumulators in registers
-// (GCC keeps the unrolled arrays in ymm0-15; checked with objdump).
-template <int R, bool kFull>
-LSTMOP_TARGET_AVX2 inline void tile_rows_body(int64_t k, const float* a, int64_t lda,
-                                              const float* panel, float* c, int64_t ldc,
-                                              int64_t cols) {
-  // Masked loads and stores only for a partial panel (they are slow on AMD).
-  const __m256i m0 = lanes(cols), m1 = lanes(cols - 8);
-  __m256 lo[R], hi[R];
-#pragma GCC unroll 8
-  for (int r = 0; r < R; ++r) {
-    if constexpr (kFull) {
-      lo[r] = _mm256_loadu_ps(c + r * ldc);
-      hi[r] = _mm256_loadu_ps(c + r * ldc + 8);
-    } else {
-      lo[r] = _mm256_maskload_ps(c + r * ldc, m0);
-      hi[r] = _mm256_maskload_ps(c + r * ldc + 8, m1);
-    }
-  }
-  for (int64_t kk = 0; kk < k; ++kk) {
-    const __m256 b0 = _mm256_loadu_ps(panel + kk * kPanel);
-    const __m256 b1 = _mm256_loadu_ps(panel + kk * kPanel + 8);
-#pragma GCC unroll 8
-    for (int r = 0; r < R; ++r) {
-      const __m256 av = _mm256_broadcast_ss(a + r * lda + kk);
-      lo[r] = _mm256_fmadd_ps(av, b0, lo[r]);
-      hi[r] = _mm256_fmadd_ps(av, b1, hi[r]);
-    }
-  }
-#pragma GCC unroll 8
-  for (int r = 0; r < R; ++r) {
-    if constexpr (kFull) {
-      _mm256_storeu_ps(c + r * ldc, lo[r]);
-      _mm256_storeu_ps(c + r * ldc + 8, hi[r]);
-    } else {
-      _mm256_maskstore_ps(c + r * ldc, m0, lo[r]);
-      _mm256_maskstore_ps(c + r * ldc + 8, m1, hi[r]);
-    }
-  }
-}
-
-template <int R>
-LSTMOP_TARGET_AVX2 void tile_rows(int64_t k, const float* a, int64_t lda, const float* panel,
-                                  float* c, int64_t ldc, int64_t cols) {
-  if (cols == kPanel) {
-    tile_rows_body<R, true>(k, a, lda, panel, c, ldc, cols);
-  } else {
-    tile_rows_body<R, false>(k, a, lda, panel, c, ldc, cols);
-  }
-}
-
-// One row x four full panels (64 columns): 8 independent fma chains, enough
-// to hide the fma latency when the batch is 1.
-LSTMOP_TARGET_AVX2 void tile_row_4_panels(int64_t k, const float* a, const float* panels,
-                                          int64_t panel_stride, float* c) {
-  __m256 acc[8];
-#pragma GCC unroll 8
-  for (int v = 0; v < 8; ++v) acc[v] = _mm256_loadu_ps(c + 8 * v);
-  for (int64_t kk = 0; kk < k; ++kk) {
-    const __m256 av = _mm256_broadcast_ss(a + kk);
-#pragma GCC unroll 8
-    for (int v = 0; v < 8; ++v) {
-      const __m256 b = _mm256_loadu_ps(panels + (v / 2) * panel_stride + kk * kPanel + (v % 2) * 8);
-      acc[v] = _mm256_fmadd_ps(av, b, acc[v]);
-    }
-  }
-#pragma GCC unroll 8
-  for (int v = 0; v < 8; ++v) _mm256_storeu_ps(c + 8 * v, acc[v]);
-}
-
-// rows (1..9) rows x one panel: one tile of up to 6 rows, or two of 3-5 rows
-// (a tile of 1-2 rows has too few independent fma chains to hide latency).
-LSTMOP_TARGET_AVX2 void tile_rest(int64_t rows, int64_t k, const float* a, int64_t lda,
-                                  const float* panel, float* c, int64_t ldc, int64_t cols) {
-  switch (rows) {
-    case 9:
-      tile_rows<5>(k, a, lda, panel, c, ldc, cols);
-      tile_rows<4>(k, a + 5 * lda, lda, panel, c + 5 * ldc, ldc, cols);
-      break;
-    case 8:
-      tile_rows<4>(k, a, lda, panel, c, ldc, cols);
-      tile_rows<4>(k, a + 4 * lda, lda, panel, c + 4 * ldc, ldc, cols);
-      break;
-    case 7:
-      tile_rows<4>(k, a, lda, panel, c, ldc, cols);
-      tile_rows<3>(k, a + 4 * lda, lda, panel, c + 4 * ldc, ldc, cols);
-      break;
-    case 6: tile_rows<6>(k, a, lda, panel, c, ldc, cols); break;
-    case 5: tile_rows<5>(k, a, lda, panel, c, ldc, cols); break;
-    case 4: tile_rows<4>(k, a, lda, panel, c, ldc, cols); break;
-    case 3: tile_rows<3>(k, a, lda, panel, c, ldc, cols); break;
-    case 2: tile_rows<2>(k, a, lda, panel, c, ldc, cols); break;
-    case 1: tile_rows<1>(k, a, lda, panel, c, ldc, cols); break;
-    default: break;
-  }
-}
-
-// k in blocks of kKBlock (a 16-column panel slice of 16 KiB and the A rows'
-// slices stay in L1; C carries each element's fma chain from one block to the
-// next, so the bits are those of one chain over k in order); in a block,
-// panels outside, blocks of 6 rows inside (the last 7-9 rows as two tiles);
-// a single row runs four panels at a time.
-constexpr int64_t kKBlock = 256;
+// Floats the packed form of a (k, n) B occupies: whole panels.
+int64_t packed_size(int64_t k, int64_t n) { return (n + kPanel - 1) / kPanel * kPanel * k; }
 
 }  // namespace
-
-LSTMOP_TARGET_AVX2 void packed_accumulate_avx2(int64_t m, int64_t k, int64_t n, const float* a,
-                                               int64_t lda, const float* packed, float* c,
-                                               int64_t ldc) {
-  const int64_t panel_stride = kPanel * k;
-  for (int64_t k0 = 0; k0 < k; k0 += kKBlock) {
-    const int64_t kb = std::min(kKBlock, k - k0);
-    const float* ak = a + k0;
-    const float* pk = packed + k0 * kPanel;
-    // C rows are usually not in cache (the step's slice of the input
-    // projection) and each tile's fma chains start from them: fetch the
-    // next tiles' C while this one computes.
-    auto prefetch_c = [&](int64_t j) {
-      if (j >= n) return;
-      for (int64_t r = 0; r < m; ++r) _mm_prefetch(reinterpret_cast<const char*>(c + r * ldc + j), _MM_HINT_T0);
-    };
-    int64_t j0 = 0;
-    if (m == 1) {
-      for (int64_t j = 0; j < 8 * kPanel; j += kPanel) prefetch_c(j);
-      for (; j0 + 4 * kPanel <= n; j0 += 4 * kPanel) {
-        for (int64_t j = 0; j < 4 * kPanel; j += kPanel) prefetch_c(j0 + 8 * kPanel + j);
-        tile_row_4_panels(kb, ak, pk + j0 * k, panel_stride, c + j0);
-      }
-    } else {
-      prefetch_c(0);
-    }
-    for (; j0 < n; j0 += kPanel) {
-      prefetch_c(j0 + kPanel);
-      const float* panel = pk + j0 * k;
-      const int64_t cols = n - j0 < kPanel ? n - j0 : kPanel;
-      int64_t r = 0;
-      for (; m - r > 9; r += 6) {
-        tile_rows<6>(kb, ak + r * lda, lda, panel, c + r * ldc + j0, ldc, cols);
-      }
-      tile_rest(m - r, kb, ak + r * lda, lda, panel, c + r * ldc + j0, ldc, cols);
-    }
-  }
-}
 
 void RecurrentProduct::allocate(WorkspaceArena& arena, int64_t k, int64_t n) {
   k_ = k;
   n_ = n;
-  arena.add(packed_, "the packed recurrent weight", packed_b_size(k, n));
+  arena.add(packed_, "the packed recurrent weight", packed_size(k, n));
 }
 
 void RecurrentProduct::set_b(const float* b, int64_t ldb) {
   // Panel p: columns [16p, 16p + 16) as k rows of 16 floats, zero-padded.
-  constexpr int64_t P = kPanel;
   float* packed = packed_.data();
-  for (int64_t j0 = 0; j0 < n_; j0 += P) {
+  for (int64_t j0 = 0; j0 < n_; j0 += kPanel) {
     float* panel = packed + j0 * k_;
     for (int64_t kk = 0; kk < k_; ++kk) {
       const float* row = b + kk * ldb;
-      for (int64_t lane = 0; lane < P; ++lane) {
-        panel[kk * P + lane] = j0 + lane < n_ ? row[j0 + lane] : 0.0f;
+      for (int64_t lane = 0; lane < kPanel; ++lane) {
+        panel[kk * kPanel + lane] = j0 + lane < n_ ? row[j0 + lane] : 0.0f;
       }
     }
   }
@@ -233,8 +54,7 @@ void RecurrentProduct::set_b_from_rows(const float* w, int64_t ldw) {
 
 void RecurrentProduct::accumulate(int64_t m, const float* a, int64_t lda, float* c,
                                   int64_t ldc) const {
-  static const kernels::Isa isa = kernels::best_isa();
-  accumulate(isa, m, a, lda, c, ldc);
+  accumulate(kernels::kernel_choice().recurrent_product, m, a, lda, c, ldc);
 }
 
 void RecurrentProduct::accumulate(kernels::Isa isa, int64_t m, const float* a, int64_t lda,
@@ -242,47 +62,16 @@ void RecurrentProduct::accumulate(kernels::Isa isa, int64_t m, const float* a, i
   if (m <= 0) return;
   switch (isa) {
     case kernels::Isa::Avx512:
-      packed_accumulate_avx512(m, k_, n_, a, lda, packed_.data(), c, ldc);
+      recurrent_product_avx512(m, k_, n_, a, lda, packed_.data(), c, ldc);
       return;
     case kernels::Isa::Avx2:
-      packed_accumulate_avx2(m, k_, n_, a, lda, packed_.data(), c, ldc);
+      recurrent_product_avx2(m, k_, n_, a, lda, packed_.data(), c, ldc);
       return;
     case kernels::Isa::Scalar:
       break;
   }
-  packed_accumulate_scalar(m, k_, n_, a, lda, packed_.data(), c, ldc);
+  recurrent_product_generic(m, k_, n_, a, lda, packed_.data(), c, ldc);
 }
-
-#else
-
-void RecurrentProduct::allocate(WorkspaceArena&, int64_t k, int64_t n) {
-  k_ = k;
-  n_ = n;
-}
-
-void RecurrentProduct::set_b(const float* b, int64_t ldb) {
-  b_ = b;
-  ldb_ = ldb;
-  b_is_rows_ = false;
-}
-
-void RecurrentProduct::set_b_from_rows(const float* w, int64_t ldw) {
-  b_ = w;
-  ldb_ = ldw;
-  b_is_rows_ = true;
-}
-
-void RecurrentProduct::accumulate(kernels::Isa, int64_t m, const float* a, int64_t lda,
-                                  float* c, int64_t ldc) const {
-  accumulate(m, a, lda, c, ldc);
-}
-
-void RecurrentProduct::accumulate(int64_t m, const float* a, int64_t lda, float* c,
-                                  int64_t ldc) const {
-  gemm(Transpose::No, b_is_rows_ ? Transpose::Yes : Transpose::No, m, n_, k_, 1.0f, a, lda, b_, ldb_, 1.0f, c, ldc);
-}
-
-#endif
 
 }  // namespace detail
 }  // namespace lstmop

@@ -1,6 +1,6 @@
-// AVX-512 register tiles of the per-step product (recurrent_product.h),
-// chosen at run time when the CPU has AVX-512 F (this file is compiled with
-// -mavx512f; nothing here runs before that check).
+// AVX-512 register tiles of the per-step product (recurrent_product_isa.h),
+// run where kernel_choice() picks AVX-512 (every function here that uses its
+// instructions carries LSTMOP_TARGET_AVX512).
 //
 // One panel of the packed layout (16 columns) is one zmm register. A tile is
 // R rows x P panels, R * P <= 24 accumulators of the 32 zmm registers: 4..12
@@ -11,7 +11,7 @@
 // panel (n % 16) is handled with masked loads and stores, which AVX-512
 // executes at full speed and never faults on masked-out lanes.
 //
-// Numerics: exactly those of the AVX2 tiles (recurrent_product.cpp): every C
+// Numerics: exactly those of the AVX2 tiles (recurrent_product_avx2.cpp): every C
 // element is one fma chain c = fma(a[kk], b[kk], c), kk = 0..k-1 in order,
 // starting from C's value, carried through C between depth blocks. So the
 // bits do not depend on the ISA, the tile, the step's batch or a column split.
@@ -19,13 +19,14 @@
 
 #include <cstdint>
 
+#include "kernels/isa_target.h"
 #include "kernels/recurrent_product_isa.h"
 
 namespace lstmop {
 namespace detail {
 namespace {
 
-constexpr int64_t kPanel = 16;
+constexpr int64_t kPanel = kRecurrentPanel;  // one zmm
 // Depth block: a 12-row slice of A (12 KiB) stays in L1 while the block's
 // tiles run over all panels; the panels' slices (n x 256 floats) come from
 // L2. 256 measured best of 128/256/512 on a Zen 4 core (AVX-512 double
@@ -35,8 +36,8 @@ constexpr int kMaxRows = 12;
 
 // R rows x P panels; the last panel has `last` valid columns (1..16).
 template <int R, int P>
-void tile(int64_t k, const float* a, int64_t lda, const float* b, int64_t panel_stride, float* c,
-          int64_t ldc, __mmask16 last) {
+LSTMOP_TARGET_AVX512 void tile(int64_t k, const float* a, int64_t lda, const float* b,
+                               int64_t panel_stride, float* c, int64_t ldc, __mmask16 last) {
   __m512 acc[R][P];
 #pragma GCC unroll 16
   for (int r = 0; r < R; ++r) {
@@ -94,8 +95,9 @@ TileFn tile_for(int rows, int panels) {
 
 }  // namespace
 
-void packed_accumulate_avx512(int64_t m, int64_t k, int64_t n, const float* a, int64_t lda,
-                              const float* packed, float* c, int64_t ldc) {
+LSTMOP_TARGET_AVX512 void recurrent_product_avx512(int64_t m, int64_t k, int64_t n,
+                                                   const float* a, int64_t lda,
+                                                   const float* packed, float* c, int64_t ldc) {
   const int64_t panel_stride = kPanel * k;
   const int64_t panels = (n + kPanel - 1) / kPanel;
   const int64_t tail = n - (panels - 1) * kPanel;  // valid columns of the last panel, 1..16

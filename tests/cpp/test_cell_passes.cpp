@@ -17,9 +17,9 @@
 #include <random>
 #include <vector>
 
-#include "kernels/cell_pass_avx2.h"
+#include "kernels/cell_pass_isa.h"
+#include "kernels/cpu_features.h"
 #include "lstmop/tensor.h"
-#include "kernels/cell_pass_avx512.h"
 
 namespace lstmop {
 namespace detail {
@@ -75,10 +75,10 @@ void compare(int64_t rows, int64_t H, int64_t u0, int64_t u1, unsigned seed,
     StepSaved<S> saved{r.saved[0].data(), r.saved[1].data(), r.saved[2].data(), r.saved[3].data(),
                        r.saved[4].data(), r.saved[5].data(), r.saved[6].data()};
     if (isa == 0) {
-      lstm_cell_forward_avx2<S>(rows, H, u0, u1, gates.data(), bias.data(), r.c.data(), r.h.data(),
+      cell_pass_forward_avx2<S>(rows, H, u0, u1, gates.data(), bias.data(), r.c.data(), r.h.data(),
                                 r.out.data(), 2 * H, &saved);
     } else {
-      lstm_cell_forward_avx512<S>(rows, H, u0, u1, gates.data(), bias.data(), r.c.data(),
+      cell_pass_forward_avx512<S>(rows, H, u0, u1, gates.data(), bias.data(), r.c.data(),
                                   r.h.data(), r.out.data(), 2 * H, &saved);
     }
   }
@@ -104,7 +104,7 @@ void compare(int64_t rows, int64_t H, int64_t u0, int64_t u1, unsigned seed,
 }
 
 TEST(CellPasses, Avx512ForwardGivesTheAvx2Bits) {
-  if (!cpu_has_avx512_cell() || !cpu_has_avx2_fma()) {
+  if (!kernels::isa_supported(kernels::Isa::Avx512) || !kernels::isa_supported(kernels::Isa::Avx2)) {
     std::printf("[cell passes] this CPU lacks AVX-512 F/BW or AVX2: nothing to compare\n");
     return;
   }
@@ -143,7 +143,7 @@ double float_ulp(double v) {
 }
 
 TEST(CellPasses, ActivationsWithinStatedErrorOfDouble) {
-  if (!cpu_has_avx2_fma()) {
+  if (!kernels::isa_supported(kernels::Isa::Avx2)) {
     std::printf("[cell passes] this CPU lacks AVX2: the scalar loops use std::exp / std::tanh\n");
     return;
   }
@@ -195,7 +195,7 @@ TEST(CellPasses, ActivationsWithinStatedErrorOfDouble) {
   EXPECT_TRUE(std::isnan(et[6]));
   EXPECT_TRUE(et[7] == 0.0f && std::signbit(et[7])) << "tanh(-0) = -0";
   // ... and the AVX-512 tanh (the carried tanhc of invalid positions) gives the same bits.
-  if (cpu_has_avx512_cell()) {
+  if (kernels::isa_supported(kernels::Isa::Avx512)) {
     std::vector<float> t512(x.size());
     tanh_avx512(static_cast<int64_t>(x.size()), x.data(), t512.data());
     EXPECT_EQ(0, std::memcmp(t.data(), t512.data(), t.size() * sizeof(float)));

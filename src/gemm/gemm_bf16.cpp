@@ -1,0 +1,87 @@
+// bfloat16 operands, float accumulation (gemm.h: gemm_bf16_nt): oneDNN's
+// matmul primitive, which picks its brgemm kernel with vdpbf16ps on a CPU with
+// AVX512-BF16; the kernel table (cpu_features.h) says whether to use it.
+#include <dnnl.h>
+
+#include <atomic>
+#include <dnnl.hpp>
+#include <new>
+#include <vector>
+
+#include "gemm/gemm.h"
+#include "gemm/one_openmp_thread.h"
+#include "kernels/cpu_features.h"
+
+namespace lstmop {
+namespace detail {
+
+bool bf16_gemm_available() { return kernels::kernel_choice().bf16_gemm; }
+
+namespace {
+std::atomic<int64_t> g_bf16_gemm_runs{0};
+}  // namespace
+
+int64_t bf16_gemm_runs() { return g_bf16_gemm_runs.load(); }
+
+bool gemm_bf16_nt(int64_t m, int64_t n, int64_t k, const uint16_t* a, int64_t lda,
+                  const uint16_t* b, int64_t ldb, float* c, int64_t ldc) {
+  if (!bf16_gemm_available()) return false;
+  if (m <= 0 || n <= 0 || k <= 0) return false;
+  using dnnl::memory;
+  static const dnnl::engine engine(dnnl::engine::kind::cpu, 0);
+  try {
+    OneOpenMpThread one_thread;
+    // B^T (k, n) is B (n, k) read with strides (1, ldb).
+    const memory::desc a_md({m, k}, memory::data_type::bf16, memory::dims{lda, 1});
+    const memory::desc b_md({k, n}, memory::data_type::bf16, memory::dims{1, ldb});
+    const memory::desc c_md({m, n}, memory::data_type::f32, memory::dims{ldc, 1});
+    // Created per call: oneDNN's primitive cache makes a repeat ~40 us. The
+    // scratchpad (the brgemm's copies of B) is ours, one buffer per calling
+    // thread: oneDNN's own scratchpad in this build is shared by the primitives
+    // of a thread and may not follow a primitive to another thread, and calls
+    // run on two threads at once (the directions, split mode's halves).
+    dnnl::primitive_attr attr;
+    attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+    const dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(a_md, b_md, c_md), attr, engine,
+                                          true);
+    if (!pd) return false;
+    const dnnl::matmul product(pd);
+    thread_local std::vector<unsigned char> scratch;
+    const memory::desc scratch_md = pd.scratchpad_desc();
+    if (scratch.size() < scratch_md.get_size()) scratch.resize(scratch_md.get_size());
+    dnnl::stream stream(engine);
+    memory a_mem(a_md, engine, const_cast<uint16_t*>(a));
+    memory b_mem(b_md, engine, const_cast<uint16_t*>(b));
+    memory c_mem(c_md, engine, c);
+    memory scratch_mem(scratch_md, engine, scratch.data());
+    product.execute(stream, {{DNNL_ARG_SRC, a_mem},
+                             {DNNL_ARG_WEIGHTS, b_mem},
+                             {DNNL_ARG_DST, c_mem},
+                             {DNNL_ARG_SCRATCHPAD, scratch_mem}});
+    stream.wait();
+    g_bf16_gemm_runs.fetch_add(1);
+    return true;
+  } catch (const dnnl::error&) {
+    return false;
+  } catch (const std::bad_alloc&) {
+    return false;
+  }
+}
+
+bool bf16_operands_normal(const uint16_t* v, int64_t rows, int64_t cols, int64_t ld) {
+  // Exponent field of bfloat16 (8 bits, bias 127): 2^-60 is field 67.
+  constexpr uint16_t kMinField = 127 - 60;
+  for (int64_t r = 0; r < rows; ++r) {
+    const uint16_t* row = v + r * ld;
+    bool ok = true;
+    for (int64_t j = 0; j < cols; ++j) {
+      const uint16_t magnitude = static_cast<uint16_t>(row[j] & 0x7fff);
+      ok &= magnitude == 0 || (magnitude >> 7) >= kMinField;
+    }
+    if (!ok) return false;
+  }
+  return true;
+}
+
+}  // namespace detail
+}  // namespace lstmop
