@@ -31,7 +31,7 @@ ForwardShapes lstm_forward_shapes(const TensorView& input, const TensorList& hx,
                                   double dropout, bool train, bool bidirectional, bool batch_first,
                                   const TensorView& batch_sizes) {
   return detail::translate_bad_alloc([&]() {
-    const detail::LstmDims dims =
+    const detail::LstmProblem dims =
         detail::check_forward_args(input, hx, params, has_biases, num_layers, dropout, train,
                                    bidirectional, batch_first, batch_sizes, false);
     return detail::forward_shapes(dims);
@@ -43,7 +43,7 @@ void lstm_forward_out(const ForwardOutputs& out, const TensorView& input, const 
                       bool train, bool bidirectional, bool batch_first,
                       const TensorView& batch_sizes) {
   detail::translate_bad_alloc([&]() {
-    const detail::LstmDims dims =
+    const detail::LstmProblem dims =
         detail::check_forward_args(input, hx, params, has_biases, num_layers, dropout, train,
                                    bidirectional, batch_first, batch_sizes, true);
     detail::check_forward_outputs(out, detail::forward_shapes(dims), dims,
@@ -56,7 +56,7 @@ ForwardResult lstm_forward(const TensorView& input, const TensorList& hx, const 
                            bool has_biases, int64_t num_layers, double dropout, bool train,
                            bool bidirectional, bool batch_first, const TensorView& batch_sizes) {
   return detail::translate_bad_alloc([&]() {
-    const detail::LstmDims dims =
+    const detail::LstmProblem dims =
         detail::check_forward_args(input, hx, params, has_biases, num_layers, dropout, train,
                                    bidirectional, batch_first, batch_sizes, true);
     const ForwardShapes s = detail::forward_shapes(dims);
@@ -86,7 +86,7 @@ BackwardShapes lstm_backward_shapes(const TensorView& grad_y, const TensorView& 
                                     bool batch_first, const TensorView& batch_sizes) {
   return detail::translate_bad_alloc([&]() {
     const detail::BackwardInputs saved{&grad_y, &grad_hy, &grad_cy, &i, &j, &f, &o, &h, &c, &tanhc};
-    const detail::LstmDims dims =
+    const detail::LstmProblem dims =
         detail::check_backward_args(saved, input, hx, params, has_biases, num_layers, dropout,
                                     train, bidirectional, batch_first, batch_sizes, false);
     return detail::backward_shapes(dims, input, params);
@@ -120,7 +120,7 @@ void lstm_backward_out(const BackwardOutputs& out, const TensorView& grad_y,
                        const TensorView& batch_sizes) {
   detail::translate_bad_alloc([&]() {
     const detail::BackwardInputs saved{&grad_y, &grad_hy, &grad_cy, &i, &j, &f, &o, &h, &c, &tanhc};
-    const detail::LstmDims dims =
+    const detail::LstmProblem dims =
         detail::check_backward_args(saved, input, hx, params, has_biases, num_layers, dropout,
                                     train, bidirectional, batch_first, batch_sizes, true);
     detail::check_backward_outputs(out, detail::backward_shapes(dims, input, params), dims,
@@ -138,7 +138,7 @@ BackwardResult lstm_backward(const TensorView& grad_y, const TensorView& grad_hy
                              bool bidirectional, bool batch_first, const TensorView& batch_sizes) {
   return detail::translate_bad_alloc([&]() {
     const detail::BackwardInputs saved{&grad_y, &grad_hy, &grad_cy, &i, &j, &f, &o, &h, &c, &tanhc};
-    const detail::LstmDims dims =
+    const detail::LstmProblem dims =
         detail::check_backward_args(saved, input, hx, params, has_biases, num_layers, dropout,
                                     train, bidirectional, batch_first, batch_sizes, true);
     const BackwardShapes s = detail::backward_shapes(dims, input, params);

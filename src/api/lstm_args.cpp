@@ -100,7 +100,7 @@ void check_shape(const std::string& name, const TensorView& v, const std::vector
 }
 
 // A floating input tensor of a known shape: structure, dtype, shape, data.
-void check_input_tensor(const std::string& name, const TensorView& v, const LstmDims& dims,
+void check_input_tensor(const std::string& name, const TensorView& v, const LstmProblem& dims,
                         const std::vector<int64_t>& expected, const std::string& meaning,
                         bool read_values, const char* what_if_undefined = "") {
   check_view(name, v, what_if_undefined);
@@ -201,7 +201,7 @@ std::string log2_bytes(int64_t elements) {
   return "about 2^" + number(std::round(std::log2(8.0 * double(elements)) * 10) / 10) + " bytes";
 }
 
-void check_call_size(const LstmDims& d) {
+void check_call_size(const LstmProblem& d) {
   const int64_t H = d.H, G = 4 * H;
   bool ok = true;
   auto mul = [&](int64_t a, int64_t b) {
@@ -220,13 +220,13 @@ void check_call_size(const LstmDims& d) {
   // Weights alone (set by params): params gathered, dparams, dw workspaces:
   // 3 copies of every slot's 4H x (I_l + H + 2).
   int64_t weights = 0;
-  for (int64_t s = 0; s < d.S; ++s) {
+  for (int64_t s = 0; s < d.slots; ++s) {
     const int64_t in_size = s < d.D ? d.I : mul(d.D, H);
     weights = add(weights, mul(3, mul(G, add(add(in_size, H), 2))));
   }
   if (!ok || weights > limit_elements) {
     fail(param_label(d, 0),
-         "is too large: the weights of " + std::to_string(d.S) + " slots with hidden_size = " +
+         "is too large: the weights of " + std::to_string(d.slots) + " slots with hidden_size = " +
              std::to_string(H) + " and input_size = " + std::to_string(d.I) + " need " +
              (ok ? log2_bytes(weights) : std::string("more than 2^63 bytes")) +
              " of copies and gradients, more than " + limit_text);
@@ -235,16 +235,16 @@ void check_call_size(const LstmDims& d) {
   // copies; per (t, b) row: output / dx (D*H, I_l), the layer input / output /
   // gradient workspaces (3 * max(I, D*H)), gates or gate gradients and h_prev
   // per direction (5H), the saved tensors when train (7 * S * H).
-  const int64_t states = mul(12, mul(d.S, mul(d.B, H)));
+  const int64_t states = mul(12, mul(d.slots, mul(d.B, H)));
   const int64_t DH = mul(d.D, H);
   int64_t per_row = add(DH, mul(3, std::max(d.I, DH)));
   per_row = add(per_row, mul(d.D, mul(5, H)));
-  if (d.train) per_row = add(per_row, mul(7, mul(d.S, H)));
+  if (d.train) per_row = add(per_row, mul(7, mul(d.slots, H)));
   const int64_t total = add(add(weights, states), mul(mul(d.T, d.B), per_row));
   if (ok && total <= limit_elements) return;
   fail("input", "is too large: the problem (T = " + std::to_string(d.T) + ", B = " +
                     std::to_string(d.B) + ", input_size = " + std::to_string(d.I) +
-                    ", hidden_size = " + std::to_string(H) + ", D*L = " + std::to_string(d.S) +
+                    ", hidden_size = " + std::to_string(H) + ", D*L = " + std::to_string(d.slots) +
                     ") needs " +
                     (ok ? log2_bytes(total) : std::string("more than 2^63 bytes")) +
                     " of outputs and workspace, more than " + limit_text);
@@ -252,42 +252,18 @@ void check_call_size(const LstmDims& d) {
 
 }  // namespace
 
-int64_t LstmDims::sequence_length(int64_t b) const {
-  int64_t len = 0;
-  while (len < static_cast<int64_t>(step_batch.size()) && step_batch[len] > b) ++len;
-  return len;
-}
-
-SequenceLayout LstmDims::sequence_layout(const TensorView& v) const {
-  SequenceLayout l;
-  if (packed) {
-    l.t_stride = B * v.stride(0);
-    l.b_stride = v.stride(0);
-    l.f_stride = v.stride(1);
-  } else if (batch_first) {
-    l.t_stride = v.stride(1);
-    l.b_stride = v.stride(0);
-    l.f_stride = v.stride(2);
-  } else {
-    l.t_stride = v.stride(0);
-    l.b_stride = v.stride(1);
-    l.f_stride = v.stride(2);
-  }
-  return l;
-}
-
-std::string param_label(const LstmDims& dims, int64_t index) {
+std::string param_label(const LstmProblem& dims, int64_t index) {
   const int64_t slot = index / dims.params_per_slot;
   const int64_t p = index % dims.params_per_slot;
   return "params[" + std::to_string(index) + "] (" + param_kind(p) + ", layer " +
          std::to_string(slot / dims.D) + ", " + (slot % dims.D == 0 ? "forward" : "reverse") + ")";
 }
 
-LstmDims check_forward_args(const TensorView& input, const TensorList& hx,
+LstmProblem check_forward_args(const TensorView& input, const TensorList& hx,
                             const TensorList& params, bool has_biases, int64_t num_layers,
                             double dropout, bool train, bool bidirectional, bool batch_first,
                             const TensorView& batch_sizes, bool read_values) {
-  LstmDims dims;
+  LstmProblem dims;
   dims.has_biases = has_biases;
   dims.train = train;
 
@@ -299,8 +275,8 @@ LstmDims check_forward_args(const TensorView& input, const TensorList& hx,
   }
   dims.dtype = input.dtype;
   if (batch_sizes.defined) check_view("batch_sizes", batch_sizes, "");
-  dims.packed = batch_sizes.defined && batch_sizes.numel() > 0;
-  if (dims.packed) {
+  dims.variable_length = batch_sizes.defined && batch_sizes.numel() > 0;
+  if (dims.variable_length) {
     if (batch_sizes.dtype != DType::Int64) {
       fail("batch_sizes", std::string("must be int64, got ") + dtype_name(batch_sizes.dtype));
     }
@@ -373,7 +349,7 @@ LstmDims check_forward_args(const TensorView& input, const TensorList& hx,
                        (has_biases ? "w_ih, w_hh, b_ih, b_hh" : "w_ih, w_hh") +
                        " per layer and direction), got " + std::to_string(params.size()));
   }
-  dims.S = dims.D * dims.L;
+  dims.slots = dims.D * dims.L;
   {
     const std::string label = param_label(dims, 0);
     const TensorView& w = params[0];
@@ -389,8 +365,8 @@ LstmDims check_forward_args(const TensorView& input, const TensorList& hx,
     dims.H = w.size(0) / 4;
   }
   const int64_t G = 4 * dims.H;
-  dims.slot_input_size.resize(static_cast<std::size_t>(dims.S));
-  for (int64_t s = 0; s < dims.S; ++s) {
+  dims.slot_input_size.resize(static_cast<std::size_t>(dims.slots));
+  for (int64_t s = 0; s < dims.slots; ++s) {
     const int64_t in_size = s < dims.D ? dims.I : dims.D * dims.H;
     dims.slot_input_size[s] = in_size;
     for (int64_t p = 0; p < dims.params_per_slot; ++p) {
@@ -408,7 +384,7 @@ LstmDims check_forward_args(const TensorView& input, const TensorList& hx,
   }
   dims.has_hx = !hx.empty();
   for (std::size_t k = 0; k < hx.size(); ++k) {
-    check_input_tensor("hx[" + std::to_string(k) + "]", hx[k], dims, {dims.S, dims.B, dims.H},
+    check_input_tensor("hx[" + std::to_string(k) + "]", hx[k], dims, {dims.slots, dims.B, dims.H},
                        " (D*L, B, hidden_size)", read_values);
   }
 
@@ -417,7 +393,7 @@ LstmDims check_forward_args(const TensorView& input, const TensorList& hx,
 
   if (read_values) {
     dims.step_batch.assign(static_cast<std::size_t>(dims.T), dims.B);
-    if (dims.packed) {
+    if (dims.variable_length) {
       check_data("batch_sizes", batch_sizes, true);
       const int64_t* bs = static_cast<const int64_t*>(batch_sizes.data);
       const int64_t st = batch_sizes.stride(0);
@@ -453,22 +429,22 @@ LstmDims check_forward_args(const TensorView& input, const TensorList& hx,
   return dims;
 }
 
-ForwardShapes forward_shapes(const LstmDims& d) {
+ForwardShapes forward_shapes(const LstmProblem& d) {
   ForwardShapes s;
   const int64_t out_features = d.D * d.H;
-  if (d.packed) {
+  if (d.variable_length) {
     s.output = {d.T * d.B, out_features};
   } else if (d.batch_first) {
     s.output = {d.B, d.T, out_features};
   } else {
     s.output = {d.T, d.B, out_features};
   }
-  s.hy = s.cy = {d.S, d.B, d.H};
+  s.hy = s.cy = {d.slots, d.B, d.H};
   if (d.train) {
-    s.i = s.j = s.f = s.o = s.h = s.c = s.tanhc = {d.S, d.T, d.B, d.H};
+    s.i = s.j = s.f = s.o = s.h = s.c = s.tanhc = {d.slots, d.T, d.B, d.H};
   } else {
     s.i = s.j = s.f = s.o = s.tanhc = {0};
-    s.h = s.c = {d.S, d.B, d.H};
+    s.h = s.c = {d.slots, d.B, d.H};
   }
   return s;
 }
@@ -482,7 +458,7 @@ std::vector<const TensorView*> forward_input_views(const TensorView& input, cons
   return v;
 }
 
-void check_forward_outputs(const ForwardOutputs& out, const ForwardShapes& s, const LstmDims& d,
+void check_forward_outputs(const ForwardOutputs& out, const ForwardShapes& s, const LstmProblem& d,
                            const std::vector<const TensorView*>& inputs) {
   const std::pair<const char*, std::pair<const TensorView*, const std::vector<int64_t>*>> items[] = {
       {"out.output", {&out.output, &s.output}}, {"out.hy", {&out.hy, &s.hy}},
@@ -497,7 +473,7 @@ void check_forward_outputs(const ForwardOutputs& out, const ForwardShapes& s, co
   }
 }
 
-LstmDims check_backward_args(const BackwardInputs& g, const TensorView& input,
+LstmProblem check_backward_args(const BackwardInputs& g, const TensorView& input,
                              const TensorList& hx, const TensorList& params, bool has_biases,
                              int64_t num_layers, double dropout, bool train, bool bidirectional,
                              bool batch_first, const TensorView& batch_sizes, bool read_values) {
@@ -505,9 +481,9 @@ LstmDims check_backward_args(const BackwardInputs& g, const TensorView& input,
     fail("train", "must be true: the backward needs the saved tensors i, j, f, o, h, c, tanhc of "
                   "a train=True forward, got train=false");
   }
-  LstmDims dims = check_forward_args(input, hx, params, has_biases, num_layers, dropout, train,
+  LstmProblem dims = check_forward_args(input, hx, params, has_biases, num_layers, dropout, train,
                                      bidirectional, batch_first, batch_sizes, read_values);
-  const std::vector<int64_t> saved_shape{dims.S, dims.T, dims.B, dims.H};
+  const std::vector<int64_t> saved_shape{dims.slots, dims.T, dims.B, dims.H};
   const std::pair<const char*, const TensorView*> saved[] = {
       {"i", g.i}, {"j", g.j}, {"f", g.f}, {"o", g.o}, {"h", g.h}, {"c", g.c}, {"tanhc", g.tanhc}};
   for (const auto& e : saved) {
@@ -527,17 +503,17 @@ LstmDims check_backward_args(const BackwardInputs& g, const TensorView& input,
   return dims;
 }
 
-BackwardShapes backward_shapes(const LstmDims& d, const TensorView& input,
+BackwardShapes backward_shapes(const LstmProblem& d, const TensorView& input,
                                const TensorList& params) {
   BackwardShapes s;
   s.dx = input.sizes;
-  s.dh0 = s.dc0 = {d.S, d.B, d.H};
+  s.dh0 = s.dc0 = {d.slots, d.B, d.H};
   for (const TensorView& p : params) s.dparams.push_back(p.sizes);
   return s;
 }
 
 void check_backward_outputs(const BackwardOutputs& out, const BackwardShapes& s,
-                            const LstmDims& d, const std::vector<const TensorView*>& inputs) {
+                            const LstmProblem& d, const std::vector<const TensorView*>& inputs) {
   std::vector<std::pair<std::string, const TensorView*>> earlier;
   check_output("out.dx", out.dx, s.dx, d.dtype, inputs, earlier);
   earlier.emplace_back("out.dx", &out.dx);

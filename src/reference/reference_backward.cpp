@@ -22,7 +22,7 @@ BackwardResult lstm_backward(const TensorView& grad_y, const TensorView& grad_hy
     using lstmop::detail::allocate;
     const lstmop::detail::BackwardInputs saved{&grad_y, &grad_hy, &grad_cy, &i, &j,
                                                &f,      &o,       &h,       &c, &tanhc};
-    const lstmop::detail::LstmDims d = lstmop::detail::check_backward_args(
+    const lstmop::detail::LstmProblem d = lstmop::detail::check_backward_args(
         saved, input, hx, params, has_biases, num_layers, dropout, train, bidirectional,
         batch_first, batch_sizes, true);
     const BackwardShapes shapes = lstmop::detail::backward_shapes(d, input, params);

@@ -33,7 +33,7 @@ inline std::vector<double> read_all(const TensorView& v) {
   return out;
 }
 
-inline SlotWeights read_slot(const lstmop::detail::LstmDims& d, const TensorList& params,
+inline SlotWeights read_slot(const lstmop::detail::LstmProblem& d, const TensorList& params,
                              int64_t slot) {
   const int64_t base = slot * d.params_per_slot;
   SlotWeights w;

@@ -16,7 +16,7 @@ ForwardResult lstm_forward(const TensorView& input, const TensorList& hx, const 
                            bool bidirectional, bool batch_first, const TensorView& batch_sizes) {
   return lstmop::detail::translate_bad_alloc([&]() {
     using lstmop::detail::allocate;
-    const lstmop::detail::LstmDims d =
+    const lstmop::detail::LstmProblem d =
         lstmop::detail::check_forward_args(input, hx, params, has_biases, num_layers, dropout, train,
                                            bidirectional, batch_first, batch_sizes, true);
     const ForwardShapes shapes = lstmop::detail::forward_shapes(d);

@@ -1,0 +1,75 @@
+// Internal: moving rows between the caller's tensors and the drivers' compact
+// workspaces, shared by the forward and the backward driver.
+//
+// Compact rows: step t's valid sequences b < step_batch[t] are rows
+// step_offset[t] + b of a (valid rows, F) workspace, so padding of
+// variable-length input is never read or computed. Tensors are read through
+// any strides and dtype, widened to the compute type Acc; writes round to the
+// tensor's dtype (element_access.h).
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+
+#include "common/element_access.h"
+#include "plan/lstm_problem.h"
+
+namespace lstmop {
+namespace detail {
+
+// dst (N, features) <- the valid rows of a tensor in the input's or the
+// output's format (input, grad_y).
+template <class Acc>
+void gather_valid_rows(const LstmProblem& p, const TensorView& v, int64_t features, Acc* dst) {
+  const SequenceLayout l = p.sequence_layout(v);
+  for (int64_t t = 0; t < p.T; ++t) {
+    gather_matrix<Acc>(v, t * l.t_stride, p.step_batch[t], l.b_stride, features, l.f_stride,
+                       dst + p.step_offset[t] * features, features);
+  }
+}
+
+// A contiguous tensor in the input's or the output's format (output, dx) <-
+// src (N, features) at the valid rows, zeros at the others.
+template <class Acc>
+void scatter_valid_rows(const LstmProblem& p, const Acc* src, int64_t features,
+                        const TensorView& v) {
+  const SequenceLayout l = p.sequence_layout(v);
+  for (int64_t t = 0; t < p.T; ++t) {
+    const int64_t rows = p.step_batch[t];
+    scatter_matrix<Acc>(src + p.step_offset[t] * features, features, rows, features, v,
+                        t * l.t_stride, l.b_stride, l.f_stride);
+    if (rows < p.B) {
+      zero_matrix(v, t * l.t_stride + rows * l.b_stride, p.B - rows, l.b_stride, features,
+                  l.f_stride);
+    }
+  }
+}
+
+// Columns [u0, u1) of rows [first, first + rows) of slot s of a (D*L, B, H)
+// view (hx entries, grad_hy, grad_cy) into dst (rows, H), row stride H; zeros
+// when v is null or undefined (an empty hx, an undefined gradient).
+template <class Acc>
+void gather_slot_rows(const LstmProblem& p, const TensorView* v, int64_t s, int64_t first,
+                      int64_t rows, Acc* dst, int64_t u0, int64_t u1) {
+  if (v == nullptr || !v->defined) {
+    for (int64_t r = 0; r < rows; ++r) std::fill(dst + r * p.H + u0, dst + r * p.H + u1, Acc(0));
+    return;
+  }
+  gather_matrix<Acc>(*v, s * v->stride(0) + first * v->stride(1) + u0 * v->stride(2), rows,
+                     v->stride(1), u1 - u0, v->stride(2), dst + u0, p.H);
+}
+
+// Slot s of a contiguous (D*L, B, H) output (hy, cy, dh0, dc0) <- src (B, H).
+template <class Acc>
+void scatter_slot(const LstmProblem& p, const Acc* src, const TensorView& v, int64_t s) {
+  scatter_matrix<Acc>(src, p.H, p.B, p.H, v, s * p.B * p.H, p.H, 1);
+}
+
+// dst (rows, cols) contiguous <- a 2-D weight as stored (w_ih, w_hh, dW).
+template <class Acc>
+void gather_weight(const TensorView& w, int64_t rows, int64_t cols, Acc* dst) {
+  gather_matrix<Acc>(w, 0, rows, w.stride(0), cols, w.stride(1), dst, cols);
+}
+
+}  // namespace detail
+}  // namespace lstmop

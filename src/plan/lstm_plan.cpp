@@ -1,0 +1,109 @@
+// The plan of lstm_plan.h: every decision of a call, in one place.
+#include "plan/lstm_plan.h"
+
+#include <algorithm>
+
+#include "gemm/gemm.h"
+#include "lstmop/lstm.h"
+
+namespace lstmop {
+namespace detail {
+namespace {
+
+ThreadPlan plan_threads(const LstmProblem& p) {
+  ThreadPlan t;
+  const int threads = get_num_threads();
+  const bool float_compute = p.dtype != DType::Float64;
+  if (threads >= 2 && p.D == 2) {
+    t.threading = Threading::DirectionsInParallel;
+  } else if (threads >= 2 && p.D == 1 && float_compute && worth_splitting(p)) {
+    t.threading = Threading::SplitUnits;
+  }
+  const bool parallel = t.threading == Threading::DirectionsInParallel;
+  t.direction_threads = parallel ? p.D : 1;
+  t.direction_workspaces = parallel ? p.D : 1;
+  t.row_half_threads = threads >= 2 ? 2 : 1;
+  t.row_halves[0] = row_half(p.valid_rows(), 0);
+  t.row_halves[1] = row_half(p.valid_rows(), 1);
+  if (t.threading == Threading::SplitUnits) {
+    t.parts = 2;
+    t.units[0] = {0, split_units(p.H)};
+    t.units[1] = {split_units(p.H), p.H};
+  } else {
+    t.units[0] = {0, p.H};
+  }
+  return t;
+}
+
+}  // namespace
+
+const char* threading_name(Threading threading) {
+  switch (threading) {
+    case Threading::DirectionsInParallel: return "directions in parallel";
+    case Threading::SplitUnits: return "split units";
+    case Threading::Serial: break;
+  }
+  return "serial";
+}
+
+bool worth_splitting(const LstmProblem& p) {
+  const double unit_work = 4.0 * static_cast<double>(p.H) * static_cast<double>(p.H);
+  return p.H >= 32 && static_cast<double>(p.B) * unit_work >= 524288.0 &&
+         static_cast<double>(p.valid_rows()) * unit_work >= 4194304.0;
+}
+
+RowHalf row_half(int64_t n, int64_t part) {
+  const int64_t half = (n + 1) / 2, first = part * half;
+  return RowHalf{first, (part == 0 ? std::min(n, half) : n - half)};
+}
+
+ForwardPlan plan_forward(const LstmProblem& p) {
+  ForwardPlan plan;
+  plan.threads = plan_threads(p);
+  const int64_t N = p.valid_rows(), G = 4 * p.H, DH = p.D * p.H;
+  const int64_t max_in = std::max(p.I, DH);
+  if (p.dtype == DType::BFloat16) {
+    const double half_macs = static_cast<double>(plan.threads.row_halves[0].count) * G * p.I;
+    plan.bf16_projection_candidate = half_macs >= kBf16ProjectionMinMacs && bf16_gemm_available();
+  }
+  plan.input = N * p.I;
+  plan.layer_output = N * DH;
+  plan.layer_outputs = std::min<int64_t>(p.L, 2);
+  if (plan.bf16_projection_candidate) {
+    plan.input_bits = N * p.I;
+    plan.w_ih_bits = G * p.I;
+  }
+  plan.gates = N * G;
+  plan.w_ih = max_in * G;
+  plan.w_hh = p.H * G;
+  plan.bias = G;
+  plan.state = p.B * p.H;
+  return plan;
+}
+
+BackwardPlan plan_backward(const LstmProblem& p) {
+  BackwardPlan plan;
+  plan.threads = plan_threads(p);
+  const int64_t N = p.valid_rows(), G = 4 * p.H, DH = p.D * p.H;
+  const int64_t max_in = std::max(p.I, DH);
+  plan.weight_gradients_tn = p.dtype != DType::Float64 && gemm_tn_at_full_rate();
+  plan.layer_rows = N * max_in;
+  plan.d_gates = N * G;
+  plan.w_ih = (G + kTransposePad) * max_in;
+  plan.w_hh = G * p.H;
+  plan.h_prev = N * p.H;
+  plan.state = p.B * p.H;
+  plan.dw_ih = G * max_in;
+  plan.dw_hh = G * p.H;
+  plan.db = G;
+  if (!plan.weight_gradients_tn) {
+    const int64_t chunk = transposed_stride(std::min(N, kWeightGradChunk));
+    plan.d_gates_t = G * chunk;
+    plan.x_t = max_in * chunk;
+    plan.h_prev_t = p.H * chunk;
+  }
+  return plan;
+}
+
+}  // namespace detail
+}  // namespace lstmop

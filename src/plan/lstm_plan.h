@@ -1,0 +1,131 @@
+// Internal: the per-call plan of the production drivers, filled once from the
+// problem, the thread setting and the kernel table (like oneDNN's rnn_conf_t):
+// how the work is spread over threads, which paths the products take, and the
+// size of every scratch buffer. The drivers book and run what the plan says
+// and never decide any of it again.
+#pragma once
+
+#include <cstdint>
+
+#include "plan/lstm_problem.h"
+
+namespace lstmop {
+namespace detail {
+
+enum class Threading {
+  // Everything on the calling thread (one thread, or nothing to share out).
+  Serial,
+  // Bidirectional with >= 2 threads: the two directions of a layer at once,
+  // each with its own scratch.
+  DirectionsInParallel,
+  // Split mode (float, one direction, >= 2 threads, worth_splitting): the
+  // hidden units in two parts, one thread each, in lockstep (a barrier per
+  // step; src/README.md).
+  SplitUnits,
+};
+const char* threading_name(Threading threading);
+
+// Split mode pays a barrier per step: only for a layer with enough recurrent
+// work, at least 2^19 multiply-adds in its largest step (S5's; S3's B = 1
+// steps, 2^16, lost on two threads) and 2^22 in all, and hidden units to
+// halve along 16-column panels. In double: products of huge (validated)
+// sizes may not fit int64.
+bool worth_splitting(const LstmProblem& p);
+
+// Split mode's parts: part 0 gets the first split_units(H) hidden units (a
+// multiple of 16, the recurrent product's panel width), part 1 the rest.
+inline int64_t split_units(int64_t H) { return H / 32 * 16; }
+
+// One of the two fixed halves of n rows the big products are issued in
+// (the same calls whatever the thread count, hence the same bits).
+struct RowHalf {
+  int64_t first, count;
+};
+RowHalf row_half(int64_t n, int64_t part);
+
+struct UnitRange {
+  int64_t begin, end;
+};
+
+// What both drivers decide the same way.
+struct ThreadPlan {
+  Threading threading = Threading::Serial;
+  // Threads for the directions of a layer (D when they run at once, else 1)
+  // and for the two row halves of the big products (2 with >= 2 threads).
+  int64_t direction_threads = 1;
+  int64_t row_half_threads = 1;
+  // Copies of the per-direction scratch: one per direction running at once.
+  int64_t direction_workspaces = 1;
+  // The fixed halves of the valid rows (row_half).
+  RowHalf row_halves[2] = {{0, 0}, {0, 0}};
+  // Hidden-unit parts: split mode's two halves, else one part of all H units.
+  int parts = 1;
+  UnitRange units[2] = {{0, 0}, {0, 0}};
+};
+
+// Multiply-adds in one half of layer 0's projection from which the bfloat16
+// GEMM is used: below, oneDNN's ~40 us primitive lookup costs more than the
+// faster product saves.
+constexpr double kBf16ProjectionMinMacs = 4194304.0;  // 2^22
+
+struct ForwardPlan {
+  ThreadPlan threads;
+  // bfloat16, the bfloat16 GEMM available and layer 0's projection halves
+  // large enough: the driver gathers the bfloat16 operands and uses
+  // gemm_bf16_nt when they pass bf16_operands_normal.
+  bool bf16_projection_candidate = false;
+  // Element counts of the scratch buffers.
+  int64_t input = 0;          // x0 (N, I)
+  int64_t layer_output = 0;   // y (N, D*H), layer_outputs of them
+  int64_t layer_outputs = 0;  // min(L, 2): layers alternate between them
+  int64_t input_bits = 0;     // bfloat16 candidate: the input's bits (N, I)
+  int64_t w_ih_bits = 0;      // ... and each direction's layer-0 w_ih bits (4H, I)
+  // Per direction workspace:
+  int64_t gates = 0;          // (N, 4H)
+  int64_t w_ih = 0;           // (4H, max(I, D*H))
+  int64_t w_hh = 0;           // (4H, H)
+  int64_t bias = 0;           // (4H)
+  int64_t state = 0;          // h, c and split mode's initial h (B, H)
+};
+
+// Rows of d_gates per weight-gradient product on the transposed path: bounds
+// the transposed copies (4H x 1024 floats) while K stays large enough for
+// full GEMM speed. Fixed, so the sums' order never depends on the thread count.
+constexpr int64_t kWeightGradChunk = 1024;
+
+// Row stride of a transposed chunk of `rows` columns: a multiple of 16 floats
+// but never of 1024, so the transpose's 32 destination rows do not all fall
+// into the same L1 set (a 4 KiB stride made the copy several times slower).
+constexpr int64_t kTransposePad = 16;
+constexpr int64_t transposed_stride(int64_t rows) { return (rows + 15) / 16 * 16 + kTransposePad; }
+
+struct BackwardPlan {
+  ThreadPlan threads;
+  // float where gemm_tn_at_full_rate(): weight gradients as one TN product
+  // each and d_in as NN on w_ih as stored (no transposed copies); otherwise
+  // the weight gradients per chunk of kWeightGradChunk rows on transposed
+  // operands (NT), d_in as NT on w_ih held transposed.
+  bool weight_gradients_tn = false;
+  // Element counts of the scratch buffers.
+  int64_t layer_rows = 0;      // a layer's input, output gradient, input gradient (N, max_in)
+  // d_gates (N, 4H), one per direction workspace: directions one after the
+  // other share one (each adds its share of d_in when it is done).
+  int64_t d_gates = 0;
+  int64_t w_ih = 0;            // every direction: (4H + pad, max_in)
+  int64_t w_hh = 0;            // (4H, H)
+  int64_t h_prev = 0;          // (N, H)
+  int64_t state = 0;           // dh, dc, one step's saved tensors (B, H)
+  int64_t dw_ih = 0;           // (4H, max_in)
+  int64_t dw_hh = 0;           // (4H, H)
+  int64_t db = 0;              // (4H)
+  // Transposed path: a chunk of d_gates, x_l, h_prev transposed (4H,
+  // max_in, H rows of transposed_stride(min(N, kWeightGradChunk))); else 0.
+  int64_t d_gates_t = 0, x_t = 0, h_prev_t = 0;
+};
+
+// Reads get_num_threads() and the kernel table once.
+ForwardPlan plan_forward(const LstmProblem& p);
+BackwardPlan plan_backward(const LstmProblem& p);
+
+}  // namespace detail
+}  // namespace lstmop
