@@ -2,7 +2,7 @@
 // then hand over to the production drivers.
 #include "lstmop/lstm.h"
 
-#include "api/lstm_args.h"
+#include "api/checks.h"
 #include "driver/drivers.h"
 #include "common/tensor_alloc.h"
 

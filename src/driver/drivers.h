@@ -1,5 +1,5 @@
 // Internal: the production layer drivers. They assume validated arguments
-// (api/lstm_args.h) and validated, contiguous outputs of the input's dtype;
+// (api/checks.h) and validated, contiguous outputs of the input's dtype;
 // each fills its plan (plan/lstm_plan.h) once, books its scratch, and runs.
 #pragma once
 

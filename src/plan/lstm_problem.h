@@ -1,5 +1,5 @@
 // Internal: the problem of one call, as derived from validated arguments
-// (api/lstm_args.h derives it; the plan, the drivers and the reference read it).
+// (api/checks.h derives it; the plan, the drivers and the reference read it).
 #pragma once
 
 #include <cstdint>

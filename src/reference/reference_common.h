@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "common/element_access.h"
-#include "api/lstm_args.h"
+#include "api/checks.h"
 
 namespace lstmop {
 namespace reference {

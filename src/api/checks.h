@@ -1,6 +1,7 @@
 // Internal: the one place where the operators' arguments are checked and the
-// problem (plan/lstm_problem.h) derived. Every public entry point (shape functions,
-// production, reference) goes through these functions before any work.
+// problem (plan/lstm_problem.h) derived. Every public entry point (shape
+// functions, production, reference) goes through these functions before any
+// work: check_forward.cpp, check_backward.cpp, check_outputs.cpp, shapes.cpp.
 #pragma once
 
 #include <cstdint>
@@ -17,9 +18,9 @@ namespace detail {
 // checked and every input tensor with elements must have data (compute);
 // without, only shapes, dtypes and flags (shape inference on meta views).
 LstmProblem check_forward_args(const TensorView& input, const TensorList& hx,
-                            const TensorList& params, bool has_biases, int64_t num_layers,
-                            double dropout, bool train, bool bidirectional, bool batch_first,
-                            const TensorView& batch_sizes, bool read_values);
+                               const TensorList& params, bool has_biases, int64_t num_layers,
+                               double dropout, bool train, bool bidirectional, bool batch_first,
+                               const TensorView& batch_sizes, bool read_values);
 
 ForwardShapes forward_shapes(const LstmProblem& dims);
 
@@ -29,9 +30,9 @@ void check_forward_outputs(const ForwardOutputs& out, const ForwardShapes& shape
                            const LstmProblem& dims, const std::vector<const TensorView*>& inputs);
 
 LstmProblem check_backward_args(const BackwardInputs& saved, const TensorView& input,
-                             const TensorList& hx, const TensorList& params, bool has_biases,
-                             int64_t num_layers, double dropout, bool train, bool bidirectional,
-                             bool batch_first, const TensorView& batch_sizes, bool read_values);
+                                const TensorList& hx, const TensorList& params, bool has_biases,
+                                int64_t num_layers, double dropout, bool train, bool bidirectional,
+                                bool batch_first, const TensorView& batch_sizes, bool read_values);
 
 BackwardShapes backward_shapes(const LstmProblem& dims, const TensorView& input,
                                const TensorList& params);

@@ -1,0 +1,276 @@
+// The forward's argument checks (checks.h): input and batch_sizes, flags,
+// params, hx, the size bound, batch_sizes' values. Each message starts with
+// the argument's name and gives the expected and the actual value.
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+
+#ifdef __linux__
+#include <sys/sysinfo.h>
+#endif
+
+#include "api/check_support.h"
+#include "api/checks.h"
+
+namespace lstmop {
+namespace detail {
+namespace {
+
+// Refuses a problem whose outputs and workspaces cannot exist: an upper bound
+// of the elements a call allocates (outputs, the production and reference
+// workspaces; 8 bytes each, the widest compute type) must stay within
+// call_byte_limit(). Stride-0 views can describe such problems with a few bytes
+// (input (2^40, 1, 1) with strides 0); they get an error at once instead of an
+// allocation failure, an out-of-memory kill (with memory overcommit, a huge
+// request succeeds lazily) or a loop of 2^40 steps.
+constexpr int64_t kMaxCallBytes = int64_t(1) << 44;  // 16 TiB
+
+// The estimate counts every element at 8 bytes and every workspace of both
+// implementations, so it is about twice what a float32 call really takes: a
+// call is refused when the estimate exceeds twice the machine's memory (RAM +
+// swap), i.e. when it could not run here anyway; never above 2^44 bytes.
+int64_t call_byte_limit() {
+  static const int64_t limit = [] {
+    int64_t memory = 0;
+#ifdef __linux__
+    struct sysinfo info;
+    if (sysinfo(&info) == 0) {
+      const double bytes =
+          (double(info.totalram) + double(info.totalswap)) * double(info.mem_unit);
+      memory = bytes >= double(kMaxCallBytes) ? kMaxCallBytes : static_cast<int64_t>(bytes);
+    }
+#endif
+    if (memory <= 0) return kMaxCallBytes;
+    return std::min(kMaxCallBytes, 2 * memory);
+  }();
+  return limit;
+}
+
+std::string log2_bytes(int64_t elements) {
+  return "about 2^" + number(std::round(std::log2(8.0 * double(elements)) * 10) / 10) + " bytes";
+}
+
+void check_call_size(const LstmProblem& d) {
+  const int64_t H = d.H, G = 4 * H;
+  bool ok = true;
+  auto mul = [&](int64_t a, int64_t b) {
+    int64_t r = 0;
+    ok = ok && mul_ok(a, b, &r);
+    return ok ? r : 0;
+  };
+  auto add = [&](int64_t a, int64_t b) {
+    int64_t r = 0;
+    ok = ok && !__builtin_add_overflow(a, b, &r);
+    return ok ? r : 0;
+  };
+  const int64_t limit_elements = call_byte_limit() / 8;
+  const std::string limit_text =
+      log2_bytes(limit_elements) + " (the smaller of 2^44 bytes and twice this machine's RAM + swap)";
+  // Weights alone (set by params): params gathered, dparams, dw workspaces:
+  // 3 copies of every slot's 4H x (I_l + H + 2).
+  int64_t weights = 0;
+  for (int64_t s = 0; s < d.slots; ++s) {
+    const int64_t in_size = s < d.D ? d.I : mul(d.D, H);
+    weights = add(weights, mul(3, mul(G, add(add(in_size, H), 2))));
+  }
+  if (!ok || weights > limit_elements) {
+    fail(param_label(d, 0),
+         "is too large: the weights of " + std::to_string(d.slots) + " slots with hidden_size = " +
+             std::to_string(H) + " and input_size = " + std::to_string(d.I) + " need " +
+             (ok ? log2_bytes(weights) : std::string("more than 2^63 bytes")) +
+             " of copies and gradients, more than " + limit_text);
+  }
+  // Set by the input's T and B: states and their gradients (S, B, H), 12
+  // copies; per (t, b) row: output / dx (D*H, I_l), the layer input / output /
+  // gradient workspaces (3 * max(I, D*H)), gates or gate gradients and h_prev
+  // per direction (5H), the saved tensors when train (7 * S * H).
+  const int64_t states = mul(12, mul(d.slots, mul(d.B, H)));
+  const int64_t DH = mul(d.D, H);
+  int64_t per_row = add(DH, mul(3, std::max(d.I, DH)));
+  per_row = add(per_row, mul(d.D, mul(5, H)));
+  if (d.train) per_row = add(per_row, mul(7, mul(d.slots, H)));
+  const int64_t total = add(add(weights, states), mul(mul(d.T, d.B), per_row));
+  if (ok && total <= limit_elements) return;
+  fail("input", "is too large: the problem (T = " + std::to_string(d.T) + ", B = " +
+                    std::to_string(d.B) + ", input_size = " + std::to_string(d.I) +
+                    ", hidden_size = " + std::to_string(H) + ", D*L = " + std::to_string(d.slots) +
+                    ") needs " +
+                    (ok ? log2_bytes(total) : std::string("more than 2^63 bytes")) +
+                    " of outputs and workspace, more than " + limit_text);
+}
+
+
+}  // namespace
+
+LstmProblem check_forward_args(const TensorView& input, const TensorList& hx,
+                               const TensorList& params, bool has_biases, int64_t num_layers,
+                               double dropout, bool train, bool bidirectional, bool batch_first,
+                               const TensorView& batch_sizes, bool read_values) {
+  LstmProblem dims;
+  dims.has_biases = has_biases;
+  dims.train = train;
+
+  // input and batch_sizes: T, B, I.
+  check_view("input", input, "");
+  if (!is_floating(input.dtype)) {
+    fail("input", std::string("must be float32, float64, float16 or bfloat16, got ") +
+                      dtype_name(input.dtype));
+  }
+  dims.dtype = input.dtype;
+  if (batch_sizes.defined) check_view("batch_sizes", batch_sizes, "");
+  dims.variable_length = batch_sizes.defined && batch_sizes.numel() > 0;
+  if (dims.variable_length) {
+    if (batch_sizes.dtype != DType::Int64) {
+      fail("batch_sizes", std::string("must be int64, got ") + dtype_name(batch_sizes.dtype));
+    }
+    if (batch_sizes.dim() != 1) {
+      fail("batch_sizes", "must be 1-D (T,), got " + with_dims(batch_sizes.sizes));
+    }
+    if (input.dim() != 2) {
+      fail("input", "must be 2-D (T*B, input_size) when batch_sizes is given, got " +
+                        with_dims(input.sizes));
+    }
+    dims.T = batch_sizes.size(0);
+    if (input.size(0) % dims.T != 0) {
+      fail("batch_sizes", "length T = " + std::to_string(dims.T) +
+                              " must divide input.size(0) = " + std::to_string(input.size(0)) +
+                              " (input is (T*B, input_size)), got remainder " +
+                              std::to_string(input.size(0) % dims.T));
+    }
+    dims.B = input.size(0) / dims.T;
+    dims.I = input.size(1);
+    dims.batch_first = false;  // ignored in variable-length mode
+  } else {
+    if (input.dim() != 3) {
+      fail("input", std::string("must be 3-D ") +
+                        (batch_first ? "(B, T, input_size) with batch_first"
+                                     : "(T, B, input_size)") +
+                        " (2-D only with batch_sizes), got " + with_dims(input.sizes));
+    }
+    dims.batch_first = batch_first;
+    dims.T = batch_first ? input.size(1) : input.size(0);
+    dims.B = batch_first ? input.size(0) : input.size(1);
+    dims.I = input.size(2);
+  }
+  if (dims.T < 1) {
+    fail("input", "must have at least one time step (T >= 1), got T = 0 in shape " +
+                      shape_string(input.sizes));
+  }
+  if (dims.B < 1) {
+    fail("input", "must have at least one sequence (B >= 1), got B = 0 in shape " +
+                      shape_string(input.sizes));
+  }
+  if (dims.I < 1) {
+    fail("input", "must have input_size >= 1, got input_size = 0 in shape " +
+                      shape_string(input.sizes));
+  }
+  check_data("input", input, read_values);
+
+  // Flags.
+  if (num_layers < 1) fail("num_layers", "must be >= 1, got " + std::to_string(num_layers));
+  dims.L = num_layers;
+  dims.D = bidirectional ? 2 : 1;
+  if (!(dropout >= 0.0 && dropout <= 1.0)) {
+    fail("dropout", "must lie in [0, 1], got " + number(dropout));
+  }
+  if (dropout > 0.0 && train && num_layers > 1) {
+    fail("dropout", "must be 0 with train=true and num_layers > 1: this op applies no dropout, "
+                    "got dropout = " + number(dropout) + " with num_layers = " +
+                    std::to_string(num_layers) +
+                    "; use lstmop.nn.LSTM, which applies dropout between layers itself");
+  }
+
+  // params: count, then every shape. H comes from params[0].
+  dims.params_per_slot = has_biases ? 4 : 2;
+  int64_t expected_count = 0;
+  if (!mul_ok(dims.params_per_slot * dims.D, dims.L, &expected_count) ||
+      expected_count != static_cast<int64_t>(params.size())) {
+    fail("params", "must hold " + std::to_string(dims.params_per_slot) + " * " +
+                       std::to_string(dims.D) + " * " + std::to_string(dims.L) + " = " +
+                       (expected_count > 0 ? std::to_string(expected_count) : std::string("too many")) +
+                       " tensors (" +
+                       (has_biases ? "w_ih, w_hh, b_ih, b_hh" : "w_ih, w_hh") +
+                       " per layer and direction), got " + std::to_string(params.size()));
+  }
+  dims.slots = dims.D * dims.L;
+  {
+    const std::string label = param_label(dims, 0);
+    const TensorView& w = params[0];
+    check_view(label, w, "");
+    check_dtype(label, w, dims.dtype);
+    if (w.dim() != 2) {
+      fail(label, "must be 2-D [4*hidden_size, input_size], got " + with_dims(w.sizes));
+    }
+    if (w.size(0) < 4 || w.size(0) % 4 != 0) {
+      fail(label, "must have 4*hidden_size rows, a positive multiple of 4 (hidden_size >= 1), got " +
+                      shape_string(w.sizes));
+    }
+    dims.H = w.size(0) / 4;
+  }
+  const int64_t G = 4 * dims.H;
+  dims.slot_input_size.resize(static_cast<std::size_t>(dims.slots));
+  for (int64_t s = 0; s < dims.slots; ++s) {
+    const int64_t in_size = s < dims.D ? dims.I : dims.D * dims.H;
+    dims.slot_input_size[s] = in_size;
+    for (int64_t p = 0; p < dims.params_per_slot; ++p) {
+      const int64_t index = s * dims.params_per_slot + p;
+      const std::vector<int64_t> shape =
+          p == 0 ? std::vector<int64_t>{G, in_size}
+                 : (p == 1 ? std::vector<int64_t>{G, dims.H} : std::vector<int64_t>{G});
+      check_input_tensor(param_label(dims, index), params[index], dims, shape, "", read_values);
+    }
+  }
+
+  // hx: empty or [h0, c0], each (D*L, B, H).
+  if (!hx.empty() && hx.size() != 2) {
+    fail("hx", "must be empty or hold 2 tensors [h0, c0], got " + std::to_string(hx.size()));
+  }
+  dims.has_hx = !hx.empty();
+  for (std::size_t k = 0; k < hx.size(); ++k) {
+    check_input_tensor("hx[" + std::to_string(k) + "]", hx[k], dims, {dims.slots, dims.B, dims.H},
+                       " (D*L, B, hidden_size)", read_values);
+  }
+
+  // Before anything of size T is allocated or read (batch_sizes' values).
+  check_call_size(dims);
+
+  if (read_values) {
+    dims.step_batch.assign(static_cast<std::size_t>(dims.T), dims.B);
+    if (dims.variable_length) {
+      check_data("batch_sizes", batch_sizes, true);
+      const int64_t* bs = static_cast<const int64_t*>(batch_sizes.data);
+      const int64_t st = batch_sizes.stride(0);
+      for (int64_t t = 0; t < dims.T; ++t) {
+        const int64_t v = bs[t * st];
+        const bool bad = v < 1 || v > dims.B || (t == 0 && v != dims.B) ||
+                         (t > 0 && v > dims.step_batch[t - 1]);
+        if (!bad) {
+          dims.step_batch[t] = v;
+          continue;
+        }
+        const std::string at = "batch_sizes[" + std::to_string(t) + "] = " + std::to_string(v);
+        if (v < 1 || v > dims.B) {
+          fail("batch_sizes", "entries must lie in [1, B] = [1, " + std::to_string(dims.B) +
+                                  "] (B = input.size(0) / T), got " + at);
+        }
+        if (t == 0 && v != dims.B) {
+          fail("batch_sizes", "must start with B = input.size(0) / T = " +
+                                  std::to_string(dims.B) + ", got " + at);
+        }
+        if (t > 0 && v > dims.step_batch[t - 1]) {
+          fail("batch_sizes", "must be non-increasing, got " + at + " > batch_sizes[" +
+                                  std::to_string(t - 1) + "] = " +
+                                  std::to_string(dims.step_batch[t - 1]));
+        }
+      }
+    }
+    dims.step_offset.assign(static_cast<std::size_t>(dims.T) + 1, 0);
+    for (int64_t t = 0; t < dims.T; ++t) {
+      dims.step_offset[t + 1] = dims.step_offset[t] + dims.step_batch[t];
+    }
+  }
+  return dims;
+}
+
+}  // namespace detail
+}  // namespace lstmop
