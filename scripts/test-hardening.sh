@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The hardening steps of scripts/test.sh, each in its own build folder:
 #   1. AddressSanitizer + UndefinedBehaviorSanitizer (+ LeakSanitizer) build of the C++ suites
-#      (tests/cpp and tests/hardening; no torch binding, bench or examples): ctest.
+#      (every gtest suite of tests/ and the fuzz corpus replay; no torch binding, bench or
+#      examples): ctest.
 #   2. ThreadSanitizer build of the concurrency tests (ctest label "concurrency").
 #   3. The libFuzzer target (clang): the checked-in seeds once, then fuzzing for
 #      LSTMOP_FUZZ_SECONDS (default 60) on a copy of fuzz/corpus/; prints the executions.
