@@ -54,7 +54,7 @@ std::vector<LstmConfig> configs() {
     out.push_back(c);
   }
   // One direction with enough recurrent work that two threads split the
-  // hidden units (lstm_driver.h, split mode): halves of 32 + 40 units (a
+  // hidden units (src/plan/lstm_plan.h, split mode): halves of 32 + 40 units (a
   // partial panel), fixed and variable length, train and inference.
   for (int variant = 0; variant < 3; ++variant) {
     LstmConfig c;

@@ -74,7 +74,7 @@ std::vector<LstmConfig> configs() {
     out.push_back(c);
   }
   // One direction with enough recurrent work for split mode on two threads
-  // (the hidden units halved, a barrier per step; lstm_forward.cpp), fixed and
+  // (the hidden units halved, a barrier per step; src/README.md), fixed and
   // variable length, float32 and bfloat16.
   for (int k = 0; k < 2; ++k) {
     LstmConfig c;

@@ -11,7 +11,8 @@
 // - production has no NaN, its saturated gates are within one unit of the
 //   dtype's precision (eps) of 0, 1 or +-1, and all its results are within the
 //   forward tolerance of the reference (float32/float64: accumulation
-//   tolerance, float16/bfloat16: L * eps, as in tests/cpp);
+//   tolerance, float16/bfloat16: L * eps, as in the reference sweep and
+//   test_dtypes_shapes);
 // - the backward equals the reference's, NaN for NaN and infinity for
 //   infinity: the math gives NaN exactly where an infinite weight or input
 //   meets a zero gate derivative (inf * 0), e.g. dx = w_ih^T da, and both must

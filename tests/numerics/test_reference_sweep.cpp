@@ -123,7 +123,7 @@ TEST(ReferenceSweepLarger, Float32Bidirectional2LayersPacked) {
 }
 
 // More valid rows than one weight-gradient chunk of the backward (1024 rows,
-// lstm_backward.cpp): the dW products run over two chunks, the second partial;
+// plan/lstm_plan.h): the dW products run over two chunks, the second partial;
 // odd sizes leave remainders in the transposes' 8 x 8 blocks.
 TEST(ReferenceSweepLarger, MoreRowsThanOneWeightGradientChunk) {
   for (DType dtype : {DType::Float32, DType::Float64}) {
@@ -146,8 +146,8 @@ TEST(ReferenceSweepLarger, MoreRowsThanOneWeightGradientChunk) {
 }
 
 // Recurrent products longer than one k block of the packed kernel (256,
-// recurrent_product.cpp): forward k = H = 260, backward k = 4H = 1040; batches
-// 1, 7 (a 4-row and a 3-row tile) and 14 (6 + 4 + 4 rows).
+// kernels/recurrent_product_*.cpp): forward k = H = 260, backward k = 4H = 1040;
+// batches 1, 7 (a 4-row and a 3-row tile) and 14 (6 + 4 + 4 rows).
 TEST(ReferenceSweepLarger, RecurrentProductLongerThanOneKBlock) {
   for (int64_t B : {1, 7, 14}) {
     LstmConfig cfg;
