@@ -9,6 +9,8 @@
 // allocates contiguous outputs of those shapes and (CPU) lets the core write
 // straight into them, or (Meta) returns them unwritten.
 //
+// Bad arguments raise c10::Error (Python: RuntimeError, the class torch's own
+// aten::lstm raises for bad input; docs/lstm.md, "Errors").
 // The Autograd kernel of _lstm lives in lstm_autograd.cpp.
 #include <ATen/Parallel.h>
 #include <ATen/core/Tensor.h>
@@ -82,10 +84,10 @@ lstmop::DType lstmop_dtype(const Tensor& tensor, const std::string& name) {
     case at::kBFloat16: return lstmop::DType::BFloat16;
     case at::kLong: return lstmop::DType::Int64;
     default:
-      C10_THROW_ERROR(ValueError, name + " must have dtype torch.float32, torch.float64, "
-                                         "torch.float16 or torch.bfloat16 (batch_sizes: "
-                                         "torch.int64), got " +
-                                         torch_dtype_name(tensor.scalar_type()));
+      C10_THROW_ERROR(Error, name + " must have dtype torch.float32, torch.float64, "
+                                    "torch.float16 or torch.bfloat16 (batch_sizes: "
+                                    "torch.int64), got " +
+                                    torch_dtype_name(tensor.scalar_type()));
   }
 }
 
@@ -101,19 +103,19 @@ lstmop::TensorView view_of(const Tensor& tensor, const std::string& name, Memory
     return {};
   }
   if (tensor.layout() != at::kStrided) {
-    C10_THROW_ERROR(ValueError, name + " must be a dense (strided) tensor, got layout " +
-                                    c10::str(tensor.layout()));
+    C10_THROW_ERROR(Error, name + " must be a dense (strided) tensor, got layout " +
+                               c10::str(tensor.layout()));
   }
   const bool on_cpu = tensor.device().is_cpu();
   if (memory == Memory::Cpu && !on_cpu) {
-    C10_THROW_ERROR(ValueError, name + " must be a CPU tensor (lstmop has CPU and meta "
-                                       "kernels only), got device " +
-                                       device_string(tensor));
+    C10_THROW_ERROR(Error, name + " must be a CPU tensor (lstmop has CPU and meta "
+                                  "kernels only), got device " +
+                                  device_string(tensor));
   }
   if (memory == Memory::Meta && !tensor.is_meta() && !(cpu_allowed_on_meta && on_cpu)) {
-    C10_THROW_ERROR(ValueError, name + " must be a meta tensor like the other arguments, got "
-                                       "device " +
-                                       device_string(tensor));
+    C10_THROW_ERROR(Error, name + " must be a meta tensor like the other arguments, got "
+                                  "device " +
+                                  device_string(tensor));
   }
   const lstmop::DType dtype = lstmop_dtype(tensor, name);
   void* data = memory == Memory::Cpu ? tensor.data_ptr() : nullptr;
@@ -136,8 +138,8 @@ lstmop::TensorView batch_sizes_view(const c10::optional<Tensor>& batch_sizes, Me
   // batch_sizes' values are read on the host: CPU in both kernels, or meta
   // (length only) in the Meta kernel.
   if (memory == Memory::Cpu && batch_sizes->defined() && !batch_sizes->device().is_cpu()) {
-    C10_THROW_ERROR(ValueError, "batch_sizes must be a CPU int64 tensor, got device " +
-                                    device_string(*batch_sizes));
+    C10_THROW_ERROR(Error, "batch_sizes must be a CPU int64 tensor, got device " +
+                               device_string(*batch_sizes));
   }
   return view_of(*batch_sizes, "batch_sizes", memory, /*cpu_allowed_on_meta=*/true);
 }
@@ -178,14 +180,14 @@ void follow_torch_thread_count() {
   }
 }
 
-// Runs `body`, turning the core's lstmop::Error into a torch ValueError with
-// the core's message (never an abort; Python sees ValueError).
+// Runs `body`, turning the core's lstmop::Error into a c10::Error with the
+// core's message (never an abort; Python sees RuntimeError, as from aten::lstm).
 template <class Body>
 auto translating_core_errors(Body&& body) -> decltype(body()) {
   try {
     return body();
   } catch (const lstmop::Error& error) {
-    C10_THROW_ERROR(ValueError, error.what());
+    C10_THROW_ERROR(Error, error.what());
   }
 }
 

@@ -5,12 +5,15 @@ initialisation, state_dict keys, .to()/.double()/.half(), repr and isinstance ch
 torch's own; only forward() differs: it calls torch.ops.lstmop._lstm (through
 lstmop.functional.lstm). Its docstring is docs/nn.LSTM.md.
 """
+import operator
+
 import torch
 import torch.nn.functional as F
 from torch.nn.utils.rnn import PackedSequence
 
 from . import _docs
 from . import functional
+from .errors import IndexValueError, RuntimeTypeError, RuntimeValueError
 
 
 def _valid_rows(batch_sizes, batch, device):
@@ -33,25 +36,74 @@ def _pad_rows(data, valid_rows, total_rows):
 
 def _check_packed_batch_sizes(batch_sizes, rows):
     """A PackedSequence's batch_sizes must describe its data before the padded layout is built:
-    1-D int64, non-empty, entries in [1, batch_sizes[0]], non-increasing, summing to rows."""
+    1-D int64, non-empty, entries in [1, batch_sizes[0]], non-increasing, summing to rows.
+    Empty: IndexError, as torch.nn.LSTM; otherwise RuntimeError, as torch's op."""
     if batch_sizes.dtype != torch.int64:
-        raise ValueError(f"batch_sizes must have dtype torch.int64, got {batch_sizes.dtype}")
+        raise RuntimeError(f"batch_sizes must have dtype torch.int64, got {batch_sizes.dtype}")
     if batch_sizes.dim() != 1:
-        raise ValueError(f"batch_sizes must be 1-D, got {batch_sizes.dim()}-D "
-                         f"{list(batch_sizes.shape)}")
+        raise RuntimeError(f"batch_sizes must be 1-D, got {batch_sizes.dim()}-D "
+                           f"{list(batch_sizes.shape)}")
     if batch_sizes.numel() == 0:
-        raise ValueError("batch_sizes must have at least one entry, got an empty tensor")
+        raise IndexError("batch_sizes must have at least one entry, got an empty tensor")
     values = batch_sizes.tolist()
     batch = values[0]
     for t, size in enumerate(values):
         if size < 1 or size > max(batch, 1):
-            raise ValueError(f"batch_sizes[{t}] must be in [1, {max(batch, 1)}], got {size}")
+            raise RuntimeError(f"batch_sizes[{t}] must be in [1, {max(batch, 1)}], got {size}")
         if t > 0 and size > values[t - 1]:
-            raise ValueError(f"batch_sizes must be non-increasing, got batch_sizes[{t - 1}] = "
-                             f"{values[t - 1]} < batch_sizes[{t}] = {size}")
+            raise RuntimeError(f"batch_sizes must be non-increasing, got batch_sizes[{t - 1}] = "
+                               f"{values[t - 1]} < batch_sizes[{t}] = {size}")
     if sum(values) != rows:
-        raise ValueError(f"batch_sizes sums to {sum(values)} but the PackedSequence's data has "
-                         f"{rows} rows")
+        raise RuntimeError(f"batch_sizes sums to {sum(values)} but the PackedSequence's data "
+                           f"has {rows} rows")
+
+
+# The module's own checks raise the exception class torch.nn.LSTM raises for the same input
+# (lstmop.errors where torch 1.13 and 2.x differ).
+
+
+def _checked_num_layers(num_layers):
+    """num_layers as a Python int >= 1. torch.nn.LSTM fails with TypeError for a non-integer
+    and with IndexError (torch 1.13) or ValueError (torch 2.x) for one below 1."""
+    try:
+        if isinstance(num_layers, bool):
+            raise TypeError
+        value = operator.index(num_layers)
+    except TypeError:
+        raise TypeError(f"num_layers must be an integer >= 1, got {num_layers!r}") from None
+    if value < 1:
+        raise IndexValueError(f"num_layers must be an integer >= 1, got {value}")
+    return value
+
+
+def _check_hx_container(hx):
+    """hx is None or a tuple (h_0, c_0). torch.nn.LSTM fails with IndexError for fewer than two
+    tensors, RuntimeError for more, and RuntimeError or TypeError for a non-tuple."""
+    if hx is None:
+        return
+    if not isinstance(hx, (tuple, list)):
+        raise RuntimeTypeError(f"hx must be a tuple (h_0, c_0) of 2 tensors, got a "
+                               f"{type(hx).__name__}")
+    message = f"hx must be a tuple (h_0, c_0) of 2 tensors, got {len(hx)}"
+    if len(hx) < 2:
+        raise IndexError(message)
+    if len(hx) > 2:
+        raise RuntimeError(message)
+
+
+def _check_input_rank(input):
+    """torch 1.13 fails with RuntimeError, torch 2.x with ValueError (this message)."""
+    if input.dim() not in (2, 3):
+        raise RuntimeValueError(
+            f"LSTM: Expected input to be 2D or 3D, got {input.dim()}D instead")
+
+
+def _check_input_dtype(input, weight):
+    """The input's dtype is the parameters'. torch 1.13 fails with RuntimeError (from its op),
+    torch 2.x with ValueError."""
+    if input.dtype != weight.dtype:
+        raise RuntimeValueError(f"input must have dtype {weight.dtype} (the parameters' dtype), "
+                                f"got {input.dtype}")
 
 
 class LSTM(torch.nn.LSTM):
@@ -61,18 +113,13 @@ class LSTM(torch.nn.LSTM):
             raise NotImplementedError(
                 "lstmop.nn.LSTM does not implement proj_size > 0 (LSTM with projections), "
                 f"got proj_size={proj_size}; use torch.nn.LSTM for a projected LSTM")
-        # torch.nn.LSTM's own constructor fails with an IndexError for these.
-        if isinstance(num_layers, bool) or not isinstance(num_layers, int) or num_layers < 1:
-            raise ValueError(f"num_layers must be an integer >= 1, got {num_layers!r}")
-        super().__init__(input_size, hidden_size, num_layers=num_layers, bias=bias,
-                         batch_first=batch_first, dropout=dropout, bidirectional=bidirectional,
-                         proj_size=proj_size, device=device, dtype=dtype)
+        super().__init__(input_size, hidden_size, num_layers=_checked_num_layers(num_layers),
+                         bias=bias, batch_first=batch_first, dropout=dropout,
+                         bidirectional=bidirectional, proj_size=proj_size, device=device,
+                         dtype=dtype)
 
     def forward(self, input, hx=None):
-        if hx is not None:
-            if not isinstance(hx, (tuple, list)) or len(hx) != 2:
-                count = len(hx) if isinstance(hx, (tuple, list)) else type(hx).__name__
-                raise ValueError(f"hx must be a tuple (h_0, c_0) of 2 tensors, got {count}")
+        _check_hx_container(hx)
         if isinstance(input, PackedSequence):
             return self._forward_packed(input, hx)
         return self._forward_tensor(input, hx)
@@ -80,8 +127,8 @@ class LSTM(torch.nn.LSTM):
     # -- input forms ------------------------------------------------------------------------
 
     def _forward_tensor(self, input, hx):
-        if input.dim() not in (2, 3):
-            raise ValueError(f"LSTM: Expected input to be 2D or 3D, got {input.dim()}D instead")
+        _check_input_rank(input)
+        _check_input_dtype(input, self._flat_weights[0])
         is_batched = input.dim() == 3
         batch_dim = 0 if self.batch_first else 1
         if not is_batched:
@@ -111,6 +158,7 @@ class LSTM(torch.nn.LSTM):
     def _forward_packed(self, packed, hx):
         data, batch_sizes, sorted_indices, unsorted_indices = packed
         _check_packed_batch_sizes(batch_sizes, data.size(0) if data.dim() > 0 else 0)
+        _check_input_dtype(data, self._flat_weights[0])
         batch = int(batch_sizes[0])
         if hx is not None:
             # Row b of hx belongs to sequence b as the caller numbers them; the op sees them in

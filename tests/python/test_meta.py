@@ -100,7 +100,7 @@ def test_autograd_on_meta_tensors():
 def test_meta_shape_errors_name_the_argument():
     x = torch.empty(5, 2, 3, device="meta")
     params = [torch.empty(16, 3, device="meta"), torch.empty(16, 5, device="meta")]
-    with pytest.raises(ValueError, match=r"params\[1\]"):
+    with pytest.raises(RuntimeError, match=r"params\[1\]"):
         torch.ops.lstmop._lstm(x, [], params, False, 1, 0.0, False, False)
 
 
