@@ -325,6 +325,19 @@ const c10::TypedOperatorHandle<BackwardSignature>& backward_op() {
   return handle;
 }
 
+void check_forward_arguments(const Tensor& input, TensorList hx, TensorList params,
+                             bool has_biases, int64_t num_layers, double dropout, bool train,
+                             bool bidirectional, bool batch_first,
+                             const c10::optional<Tensor>& batch_sizes) {
+  translating_core_errors([&] {
+    const Memory memory = Memory::Shapes;
+    lstmop::lstm_forward_shapes(view_of(input, "input", memory), views_of(hx, "hx", memory),
+                                views_of(params, "params", memory), has_biases, num_layers,
+                                dropout, train, bidirectional, batch_first,
+                                batch_sizes_view(batch_sizes, memory));
+  });
+}
+
 void check_backward_arguments(const Tensor& grad_y, const Tensor& grad_hy, const Tensor& grad_cy,
                               const Tensor& input, TensorList hx, TensorList params,
                               const Tensor& i, const Tensor& j, const Tensor& f, const Tensor& o,

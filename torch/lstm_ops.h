@@ -37,10 +37,13 @@ using BackwardSignature = BackwardTuple(const Tensor&, const Tensor&, const Tens
 const c10::TypedOperatorHandle<ForwardSignature>& forward_op();
 const c10::TypedOperatorHandle<BackwardSignature>& backward_op();
 
-// _lstm_backward's argument checks (lstm_ops.cpp), on shapes,
+// _lstm's and _lstm_backward's argument checks (lstm_ops.cpp), on shapes,
 // dtypes, devices and flags only: tensors on any device are accepted and no
 // data is read, so batch_sizes' values are not checked (checked_batch_sizes
 // does that). Raise c10::Error naming the argument.
+void check_forward_arguments(const Tensor& input, TensorList hx, TensorList params, bool has_biases,
+                             int64_t num_layers, double dropout, bool train, bool bidirectional,
+                             bool batch_first, const c10::optional<Tensor>& batch_sizes);
 void check_backward_arguments(const Tensor& grad_y, const Tensor& grad_hy, const Tensor& grad_cy,
                               const Tensor& input, TensorList hx, TensorList params,
                               const Tensor& i, const Tensor& j, const Tensor& f, const Tensor& o,

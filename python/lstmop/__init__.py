@@ -1,10 +1,11 @@
 """lstmop: the LSTM operator pair `_lstm` / `_lstm_backward` for PyTorch on CPU.
 
 Importing lstmop registers torch.ops.lstmop._lstm and torch.ops.lstmop._lstm_backward
-(CPU, Meta and Autograd kernels; double backward) and torch.ops.lstmop._lstm_aten (the forward
-in ATen operations). lstmop.lstm and lstmop.lstm_backward are thin functions over the first
-two; lstmop.nn.LSTM replaces torch.nn.LSTM; lstmop.errors holds the exception classes it raises
-where torch's versions differ. See docs/ (README.md lists the pages).
+(CPU, Meta and Autograd kernels; double backward), torch.ops.lstmop.lstm (the op lstmop.nn.LSTM
+calls) and torch.ops.lstmop._lstm_aten (the forward in ATen operations). lstmop.lstm and
+lstmop.lstm_backward are thin functions over the first two; lstmop.nn.LSTM replaces
+torch.nn.LSTM, and lstmop.errors holds the exception classes it raises where torch's versions
+differ. See docs/ (README.md lists the pages).
 """
 from . import _library
 

@@ -40,6 +40,18 @@ def test_docs_prototype_equals_pin(page, name):
     assert "lstmop::" + prototype == pinned_schemas()[name]
 
 
+@pytest.mark.parametrize("page, name", [("nn.LSTM.md", "lstm"),
+                                        ("lstm_backward.md", "_lstm_aten")])
+def test_the_other_ops_schemas_are_documented(page, name):
+    """The ops outside the contract (not pinned): their registered schema is the prototype
+    their page shows."""
+    text = (REPO_ROOT / "docs" / page).read_text()
+    documented = re.search(r"^```text\n(" + re.escape(name) + r"\(.*?)\n```", text,
+                           re.S | re.M).group(1)
+    registered = [str(s) for s in torch._C._jit_get_schemas_for_operator("lstmop::" + name)]
+    assert registered == ["lstmop::" + documented]
+
+
 def test_import_registers_the_ops_from_the_repository_root():
     env = dict(os.environ, PYTHONPATH="python")
     result = subprocess.run(
