@@ -1,5 +1,5 @@
 // The Autograd kernels of lstmop::_lstm and lstmop::_lstm_backward: the
-// contract's derivative registration.
+// contract's derivative registrations.
 //
 //   _lstm: outputs 0-2 (output, hy, cy) are differentiable, outputs 3-9 are
 //   not; input, every hx tensor and every params tensor get their gradients
@@ -9,48 +9,38 @@
 //                    bidirectional, batch_first, batch_sizes)
 //   where an undefined incoming gradient stays undefined (= zeros to the op).
 //
-//   _lstm_backward: not differentiable (no double backward); its outputs carry
-//   a node that raises if a second derivative is asked for.
+//   _lstm_backward: differentiable (double backward). When grad mode is on and
+//   one of its differentiable arguments (grad_y, grad_hy, grad_cy, input, hx,
+//   params) requires grad -- a backward with create_graph=True, or a direct
+//   call on such tensors -- its results are computed by autograd through
+//   lstm_aten_forward, the forward in ATen operations: the vector-Jacobian
+//   product of (output, hy, cy) with (grad_y, grad_hy, grad_cy), taken with
+//   create_graph=True, so the results are differentiable functions of all
+//   those arguments, to any order. The saved activations are not used on that
+//   path (the recomputation recomputes them). Otherwise the op runs below
+//   autograd, as a plain kernel call.
+#include <ATen/ATen.h>
 #include <ATen/core/dispatch/Dispatcher.h>
-#include <torch/csrc/autograd/autograd_not_implemented_fallback.h>
+#include <torch/csrc/autograd/autograd.h>
 #include <torch/csrc/autograd/custom_function.h>
 #include <torch/library.h>
 
 #include <tuple>
 #include <vector>
 
+#include "lstm_aten.h"
+#include "lstm_ops.h"
+
 namespace {
 
 using at::Tensor;
 using at::TensorList;
+using lstmop_torch::backward_op;
+using lstmop_torch::BackwardTuple;
+using lstmop_torch::forward_op;
+using lstmop_torch::ForwardTuple;
 using torch::autograd::AutogradContext;
 using torch::autograd::variable_list;
-using ForwardTuple =
-    std::tuple<Tensor, Tensor, Tensor, Tensor, Tensor, Tensor, Tensor, Tensor, Tensor, Tensor>;
-using BackwardTuple = std::tuple<Tensor, std::vector<Tensor>, std::vector<Tensor>>;
-
-using ForwardSignature = ForwardTuple(const Tensor&, TensorList, TensorList, bool, int64_t, double,
-                                      bool, bool, c10::optional<bool>,
-                                      const c10::optional<Tensor>&);
-using BackwardSignature = BackwardTuple(const Tensor&, const Tensor&, const Tensor&, const Tensor&,
-                                        TensorList, TensorList, const Tensor&, const Tensor&,
-                                        const Tensor&, const Tensor&, const Tensor&,
-                                        const Tensor&, const Tensor&, bool, int64_t, double, bool,
-                                        bool, c10::optional<bool>, const c10::optional<Tensor>&);
-
-const c10::TypedOperatorHandle<ForwardSignature>& forward_op() {
-  static const auto handle = c10::Dispatcher::singleton()
-                                 .findSchemaOrThrow("lstmop::_lstm", "")
-                                 .typed<ForwardSignature>();
-  return handle;
-}
-
-const c10::TypedOperatorHandle<BackwardSignature>& backward_op() {
-  static const auto handle = c10::Dispatcher::singleton()
-                                 .findSchemaOrThrow("lstmop::_lstm_backward", "")
-                                 .typed<BackwardSignature>();
-  return handle;
-}
 
 // Number of saved outputs (result3..result9: i, j, f, o, h, c, tanhc).
 constexpr int64_t kSavedOutputs = 7;
@@ -156,9 +146,108 @@ ForwardTuple lstm_autograd(const Tensor& input, TensorList hx, TensorList params
                       outputs[6], outputs[7], outputs[8], outputs[9]);
 }
 
+bool any_requires_grad(TensorList tensors) {
+  for (const Tensor& t : tensors) {
+    if (t.defined() && t.requires_grad()) return true;
+  }
+  return false;
+}
+
+// What autograd differentiates the recomputation with respect to: one fresh
+// tensor per argument position, so that each position gets its own gradient
+// even when the caller passes one tensor twice (tied weights). An argument
+// that requires grad is aliased (a view: the gradient still flows on to it,
+// which is what makes the results differentiable); one that does not is
+// detached and made to require grad (its gradient is still returned).
+Tensor differentiation_target(const Tensor& argument) {
+  return argument.requires_grad() ? argument.view_as(argument)
+                                  : argument.detach().requires_grad_(true);
+}
+
+BackwardTuple backward_by_recomputation(const Tensor& grad_y, const Tensor& grad_hy,
+                                        const Tensor& grad_cy, const Tensor& input, TensorList hx,
+                                        TensorList params, bool has_biases, int64_t num_layers,
+                                        bool bidirectional, bool batch_first,
+                                        const c10::optional<Tensor>& batch_sizes) {
+  // Gradients with respect to the initial states exist also for an empty hx:
+  // those of zero initial states, created here.
+  std::vector<Tensor> initial_states(hx.begin(), hx.end());
+  if (initial_states.empty()) {
+    const auto shapes = lstmop_torch::initial_state_shapes(
+        input, params, has_biases, num_layers, bidirectional, batch_first, batch_sizes);
+    initial_states = {at::zeros(shapes.first, input.options()),
+                      at::zeros(shapes.second, input.options())};
+  }
+  variable_list targets;
+  targets.reserve(3 + params.size());
+  targets.push_back(differentiation_target(input));
+  for (const Tensor& state : initial_states) targets.push_back(differentiation_target(state));
+  for (const Tensor& param : params) targets.push_back(differentiation_target(param));
+  const std::vector<Tensor> target_params(targets.begin() + 3, targets.end());
+
+  const auto recomputed = lstmop_torch::lstm_aten_forward(
+      targets[0], {targets[1], targets[2]}, target_params, has_biases, num_layers, bidirectional,
+      batch_first, batch_sizes);
+
+  // Undefined incoming gradients are zeros: those outputs are left out.
+  variable_list outputs, grad_outputs;
+  const std::pair<const Tensor*, const Tensor*> pairs[] = {{&std::get<0>(recomputed), &grad_y},
+                                                           {&std::get<1>(recomputed), &grad_hy},
+                                                           {&std::get<2>(recomputed), &grad_cy}};
+  for (const auto& pair : pairs) {
+    if (pair.second->defined()) {
+      outputs.push_back(*pair.first);
+      grad_outputs.push_back(*pair.second);
+    }
+  }
+  variable_list gradients(targets.size());
+  if (!outputs.empty()) {
+    gradients = torch::autograd::grad(outputs, targets, grad_outputs, /*retain_graph=*/true,
+                                      /*create_graph=*/true, /*allow_unused=*/true);
+  }
+  for (size_t k = 0; k < targets.size(); ++k) {
+    // Unused (no path from the outputs): zero, as the op returns it.
+    gradients[k] = gradients[k].defined() ? gradients[k].contiguous() : at::zeros_like(targets[k]);
+  }
+  std::vector<Tensor> dhx(gradients.begin() + 1, gradients.begin() + 3);
+  std::vector<Tensor> dparams(gradients.begin() + 3, gradients.end());
+  return BackwardTuple(gradients[0], std::move(dhx), std::move(dparams));
+}
+
+BackwardTuple lstm_backward_autograd(const Tensor& grad_y, const Tensor& grad_hy,
+                                     const Tensor& grad_cy, const Tensor& input, TensorList hx,
+                                     TensorList params, const Tensor& i, const Tensor& j,
+                                     const Tensor& f, const Tensor& o, const Tensor& h,
+                                     const Tensor& c, const Tensor& tanhc, bool has_biases,
+                                     int64_t num_layers, double dropout, bool train,
+                                     bool bidirectional, c10::optional<bool> batch_first,
+                                     const c10::optional<Tensor>& batch_sizes) {
+  const bool differentiable =
+      at::GradMode::is_enabled() &&
+      (any_requires_grad({grad_y, grad_hy, grad_cy, input}) || any_requires_grad(hx) ||
+       any_requires_grad(params));
+  if (!differentiable) {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    return backward_op().call(grad_y, grad_hy, grad_cy, input, hx, params, i, j, f, o, h, c,
+                              tanhc, has_biases, num_layers, dropout, train, bidirectional,
+                              batch_first, batch_sizes);
+  }
+  // The same checks, with the same errors, as the kernels; then batch_sizes'
+  // values, which the recomputation reads.
+  lstmop_torch::check_backward_arguments(grad_y, grad_hy, grad_cy, input, hx, params, i, j, f, o,
+                                         h, c, tanhc, has_biases, num_layers, dropout, train,
+                                         bidirectional, batch_first.value_or(false), batch_sizes);
+  if (lstmop_torch::is_variable_length(batch_sizes)) {
+    lstmop_torch::checked_batch_sizes(*batch_sizes, input.size(0) / batch_sizes->numel());
+  }
+  return backward_by_recomputation(grad_y, grad_hy, grad_cy, input, hx, params, has_biases,
+                                   num_layers, bidirectional, batch_first.value_or(false),
+                                   batch_sizes);
+}
+
 }  // namespace
 
 TORCH_LIBRARY_IMPL(lstmop, Autograd, m) {
   m.impl("_lstm", TORCH_FN(lstm_autograd));
-  m.impl("_lstm_backward", torch::autograd::autogradNotImplementedFallback());
+  m.impl("_lstm_backward", TORCH_FN(lstm_backward_autograd));
 }

@@ -9,7 +9,10 @@
 // allocates contiguous outputs of those shapes and (CPU) lets the core write
 // straight into them, or (Meta) returns them unwritten.
 //
-// The Autograd kernel of _lstm lives in lstm_autograd.cpp.
+// Bad arguments raise c10::Error (Python: RuntimeError), see lstm_ops.h.
+// The Autograd kernels live in lstm_autograd.cpp.
+#include "lstm_ops.h"
+
 #include <ATen/Parallel.h>
 #include <ATen/core/Tensor.h>
 #include <ATen/ops/empty.h>
@@ -26,13 +29,8 @@
 
 #include "lstmop/lstm.h"
 
+namespace lstmop_torch {
 namespace {
-
-using at::Tensor;
-using at::TensorList;
-using ForwardTuple =
-    std::tuple<Tensor, Tensor, Tensor, Tensor, Tensor, Tensor, Tensor, Tensor, Tensor, Tensor>;
-using BackwardTuple = std::tuple<Tensor, std::vector<Tensor>, std::vector<Tensor>>;
 
 // The contract's schemas, character for character (torch/schemas.txt pins them
 // and tests/python/test_schema.py fails when the registered ones drift).
@@ -49,10 +47,12 @@ constexpr const char* kBackwardSchema =
     "(Tensor, Tensor[], Tensor[])";
 
 // What a kernel does with memory: the CPU kernel reads inputs and writes
-// outputs; the Meta kernel only looks at shapes (data pointers stay null).
-enum class Memory { Cpu, Meta };
+// outputs; the Meta kernel only looks at shapes (data pointers stay null);
+// the argument checks (Shapes) look at shapes of tensors on any device.
+enum class Memory { Cpu, Meta, Shapes };
 
-// "torch.float32"-style names, as Python users know them.
+}  // namespace
+
 std::string torch_dtype_name(at::ScalarType type) {
   switch (type) {
     case at::kFloat: return "torch.float32";
@@ -74,6 +74,8 @@ std::string torch_dtype_name(at::ScalarType type) {
   }
 }
 
+namespace {
+
 lstmop::DType lstmop_dtype(const Tensor& tensor, const std::string& name) {
   switch (tensor.scalar_type()) {
     case at::kFloat: return lstmop::DType::Float32;
@@ -82,10 +84,10 @@ lstmop::DType lstmop_dtype(const Tensor& tensor, const std::string& name) {
     case at::kBFloat16: return lstmop::DType::BFloat16;
     case at::kLong: return lstmop::DType::Int64;
     default:
-      C10_THROW_ERROR(ValueError, name + " must have dtype torch.float32, torch.float64, "
-                                         "torch.float16 or torch.bfloat16 (batch_sizes: "
-                                         "torch.int64), got " +
-                                         torch_dtype_name(tensor.scalar_type()));
+      C10_THROW_ERROR(Error, name + " must have dtype torch.float32, torch.float64, "
+                                    "torch.float16 or torch.bfloat16 (batch_sizes: "
+                                    "torch.int64), got " +
+                                    torch_dtype_name(tensor.scalar_type()));
   }
 }
 
@@ -101,22 +103,22 @@ lstmop::TensorView view_of(const Tensor& tensor, const std::string& name, Memory
     return {};
   }
   if (tensor.layout() != at::kStrided) {
-    C10_THROW_ERROR(ValueError, name + " must be a dense (strided) tensor, got layout " +
-                                    c10::str(tensor.layout()));
+    C10_THROW_ERROR(Error, name + " must be a dense (strided) tensor, got layout " +
+                               c10::str(tensor.layout()));
   }
   const bool on_cpu = tensor.device().is_cpu();
   if (memory == Memory::Cpu && !on_cpu) {
-    C10_THROW_ERROR(ValueError, name + " must be a CPU tensor (lstmop has CPU and meta "
-                                       "kernels only), got device " +
-                                       device_string(tensor));
+    C10_THROW_ERROR(Error, name + " must be a CPU tensor (lstmop has CPU and meta "
+                                  "kernels only), got device " +
+                                  device_string(tensor));
   }
   if (memory == Memory::Meta && !tensor.is_meta() && !(cpu_allowed_on_meta && on_cpu)) {
-    C10_THROW_ERROR(ValueError, name + " must be a meta tensor like the other arguments, got "
-                                       "device " +
-                                       device_string(tensor));
+    C10_THROW_ERROR(Error, name + " must be a meta tensor like the other arguments, got "
+                                  "device " +
+                                  device_string(tensor));
   }
   const lstmop::DType dtype = lstmop_dtype(tensor, name);
-  void* data = memory == Memory::Cpu ? tensor.data_ptr() : nullptr;
+  void* data = memory == Memory::Cpu ? tensor.data_ptr() : nullptr;  // Meta, Shapes: no data
   return lstmop::TensorView(data, dtype, tensor.sizes().vec(), tensor.strides().vec());
 }
 
@@ -136,8 +138,8 @@ lstmop::TensorView batch_sizes_view(const c10::optional<Tensor>& batch_sizes, Me
   // batch_sizes' values are read on the host: CPU in both kernels, or meta
   // (length only) in the Meta kernel.
   if (memory == Memory::Cpu && batch_sizes->defined() && !batch_sizes->device().is_cpu()) {
-    C10_THROW_ERROR(ValueError, "batch_sizes must be a CPU int64 tensor, got device " +
-                                    device_string(*batch_sizes));
+    C10_THROW_ERROR(Error, "batch_sizes must be a CPU int64 tensor, got device " +
+                               device_string(*batch_sizes));
   }
   return view_of(*batch_sizes, "batch_sizes", memory, /*cpu_allowed_on_meta=*/true);
 }
@@ -178,14 +180,14 @@ void follow_torch_thread_count() {
   }
 }
 
-// Runs `body`, turning the core's lstmop::Error into a torch ValueError with
-// the core's message (never an abort; Python sees ValueError).
+// Runs `body`, turning the core's lstmop::Error into a c10::Error with the
+// core's message (never an abort; Python sees RuntimeError, as from aten::lstm).
 template <class Body>
 auto translating_core_errors(Body&& body) -> decltype(body()) {
   try {
     return body();
   } catch (const lstmop::Error& error) {
-    C10_THROW_ERROR(ValueError, error.what());
+    C10_THROW_ERROR(Error, error.what());
   }
 }
 
@@ -303,19 +305,111 @@ BackwardTuple lstm_backward(const Tensor& grad_y, const Tensor& grad_hy, const T
                               batch_first, batch_sizes);
 }
 
+std::string with_dims(at::IntArrayRef sizes) {
+  return std::to_string(sizes.size()) + "-D " + c10::str(sizes);
+}
+
 }  // namespace
 
+const c10::TypedOperatorHandle<ForwardSignature>& forward_op() {
+  static const auto handle = c10::Dispatcher::singleton()
+                                 .findSchemaOrThrow("lstmop::_lstm", "")
+                                 .typed<ForwardSignature>();
+  return handle;
+}
+
+const c10::TypedOperatorHandle<BackwardSignature>& backward_op() {
+  static const auto handle = c10::Dispatcher::singleton()
+                                 .findSchemaOrThrow("lstmop::_lstm_backward", "")
+                                 .typed<BackwardSignature>();
+  return handle;
+}
+
+void check_forward_arguments(const Tensor& input, TensorList hx, TensorList params,
+                             bool has_biases, int64_t num_layers, double dropout, bool train,
+                             bool bidirectional, bool batch_first,
+                             const c10::optional<Tensor>& batch_sizes) {
+  translating_core_errors([&] {
+    const Memory memory = Memory::Shapes;
+    lstmop::lstm_forward_shapes(view_of(input, "input", memory), views_of(hx, "hx", memory),
+                                views_of(params, "params", memory), has_biases, num_layers,
+                                dropout, train, bidirectional, batch_first,
+                                batch_sizes_view(batch_sizes, memory));
+  });
+}
+
+void check_backward_arguments(const Tensor& grad_y, const Tensor& grad_hy, const Tensor& grad_cy,
+                              const Tensor& input, TensorList hx, TensorList params,
+                              const Tensor& i, const Tensor& j, const Tensor& f, const Tensor& o,
+                              const Tensor& h, const Tensor& c, const Tensor& tanhc,
+                              bool has_biases, int64_t num_layers, double dropout, bool train,
+                              bool bidirectional, bool batch_first,
+                              const c10::optional<Tensor>& batch_sizes) {
+  translating_core_errors([&] {
+    const Memory memory = Memory::Shapes;
+    lstmop::lstm_backward_shapes(
+        view_of(grad_y, "grad_y", memory), view_of(grad_hy, "grad_hy", memory),
+        view_of(grad_cy, "grad_cy", memory), view_of(input, "input", memory),
+        views_of(hx, "hx", memory), views_of(params, "params", memory), view_of(i, "i", memory),
+        view_of(j, "j", memory), view_of(f, "f", memory), view_of(o, "o", memory),
+        view_of(h, "h", memory), view_of(c, "c", memory), view_of(tanhc, "tanhc", memory),
+        has_biases, num_layers, dropout, train, bidirectional, batch_first,
+        batch_sizes_view(batch_sizes, memory));
+  });
+}
+
+bool is_variable_length(const c10::optional<Tensor>& batch_sizes) {
+  return batch_sizes.has_value() && batch_sizes->defined() && batch_sizes->numel() > 0;
+}
+
+std::vector<int64_t> checked_batch_sizes(const Tensor& batch_sizes, int64_t batch) {
+  TORCH_CHECK(batch_sizes.device().is_cpu(),
+              "batch_sizes must be a CPU tensor (its values are read on the host), got device ",
+              batch_sizes.device().str());
+  TORCH_CHECK(batch_sizes.scalar_type() == at::kLong,
+              "batch_sizes must have dtype torch.int64, got ",
+              torch_dtype_name(batch_sizes.scalar_type()));
+  TORCH_CHECK(batch_sizes.dim() == 1, "batch_sizes must be 1-D (T,), got ",
+              with_dims(batch_sizes.sizes()));
+  TORCH_CHECK(batch_sizes.numel() > 0,
+              "batch_sizes must have at least one entry (T >= 1), got an empty tensor");
+  const Tensor values_tensor = batch_sizes.contiguous();
+  const int64_t* data = values_tensor.data_ptr<int64_t>();
+  std::vector<int64_t> values(data, data + values_tensor.numel());
+  const int64_t first = values[0];
+  if (batch >= 0) {
+    TORCH_CHECK(first == batch, "batch_sizes must start with B = ", batch,
+                ", got batch_sizes[0] = ", first);
+  }
+  // Every entry in [1, B]; B = batch_sizes[0] (itself >= 1), the sequences.
+  const int64_t bound = std::max<int64_t>(first, 1);
+  for (size_t t = 0; t < values.size(); ++t) {
+    TORCH_CHECK(values[t] >= 1 && values[t] <= bound,
+                "batch_sizes entries must lie in [1, B] = [1, ", bound,
+                "] (B = batch_sizes[0]), got batch_sizes[", t, "] = ", values[t]);
+    // (The message is only built when the check fails, so t > 0 there.)
+    TORCH_CHECK(t == 0 || values[t] <= values[t - 1],
+                "batch_sizes must be non-increasing, got batch_sizes[", t, "] = ", values[t],
+                " > batch_sizes[", t - 1, "] = ", values[t - 1]);
+  }
+  return values;
+}
+
+}  // namespace lstmop_torch
+
 TORCH_LIBRARY(lstmop, m) {
-  m.def(kForwardSchema);
-  m.def(kBackwardSchema);
+  m.def(lstmop_torch::kForwardSchema);
+  m.def(lstmop_torch::kBackwardSchema);
 }
 
 TORCH_LIBRARY_IMPL(lstmop, CPU, m) {
-  m.impl("_lstm", TORCH_FN(lstm_forward<Memory::Cpu>));
-  m.impl("_lstm_backward", TORCH_FN(lstm_backward<Memory::Cpu>));
+  using lstmop_torch::Memory;
+  m.impl("_lstm", TORCH_FN(lstmop_torch::lstm_forward<Memory::Cpu>));
+  m.impl("_lstm_backward", TORCH_FN(lstmop_torch::lstm_backward<Memory::Cpu>));
 }
 
 TORCH_LIBRARY_IMPL(lstmop, Meta, m) {
-  m.impl("_lstm", TORCH_FN(lstm_forward<Memory::Meta>));
-  m.impl("_lstm_backward", TORCH_FN(lstm_backward<Memory::Meta>));
+  using lstmop_torch::Memory;
+  m.impl("_lstm", TORCH_FN(lstmop_torch::lstm_forward<Memory::Meta>));
+  m.impl("_lstm_backward", TORCH_FN(lstmop_torch::lstm_backward<Memory::Meta>));
 }

@@ -1,15 +1,18 @@
 """lstmop: the LSTM operator pair `_lstm` / `_lstm_backward` for PyTorch on CPU.
 
 Importing lstmop registers torch.ops.lstmop._lstm and torch.ops.lstmop._lstm_backward
-(CPU, Meta and Autograd kernels). lstmop.lstm and lstmop.lstm_backward are thin functions over
-them; lstmop.nn.LSTM replaces torch.nn.LSTM. See docs/ (README.md lists the pages).
+(CPU, Meta and Autograd kernels; double backward), torch.ops.lstmop.lstm (the op lstmop.nn.LSTM
+calls) and torch.ops.lstmop._lstm_aten (the forward in ATen operations). lstmop.lstm and
+lstmop.lstm_backward are thin functions over the first two; lstmop.nn.LSTM replaces
+torch.nn.LSTM, and lstmop.errors holds the exception classes it raises where torch's versions
+differ. See docs/ (README.md lists the pages).
 """
 from . import _library
 
 _library.load()
 
 from .functional import lstm, lstm_backward  # noqa: E402  (the ops must be loaded first)
-from . import nn  # noqa: E402
+from . import errors, nn  # noqa: E402
 
 __version__ = "0.1.0"
-__all__ = ["lstm", "lstm_backward", "nn"]
+__all__ = ["errors", "lstm", "lstm_backward", "nn"]

@@ -1,6 +1,8 @@
 """Shared helpers of the pytest suite: random configurations, torch.nn.LSTM references, the
-padded variable-length layout, and an independent float64 reimplementation of the contract's
-forward (all ten outputs, including the saved activations the contract defines)."""
+padded variable-length layout, an independent float64 reimplementation of the contract's
+forward (all ten outputs, including the saved activations the contract defines), and the
+profiler's view of the lstmop op calls a run makes (which ops, and what they allocate: whether
+_lstm saved its activations)."""
 import dataclasses
 import random
 
@@ -205,6 +207,24 @@ def reference_forward(cfg, x, hx, params):
     elif cfg.batch_first:
         output = output.transpose(0, 1)
     return output, hy, cy, i_all, j_all, f_all, o_all, h_all, c_all, tanhc_all
+
+
+def lstm_op_calls(run):
+    """The lstmop op calls run() makes, from torch's profiler: (name, bytes allocated by the
+    call itself and the kernels below it)."""
+    from torch.profiler import ProfilerActivity, profile
+    with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
+        run()
+    return [(e.name, e.cpu_memory_usage) for e in prof.events()
+            if e.name.startswith("lstmop::")]
+
+
+def lstm_bytes(T, B, H, L, train):
+    """What one float32 _lstm call (one direction, fixed length, I = 3) allocates: output,
+    hy, cy, and i j f o h c tanhc of every step with train=True, or h = hy, c = cy and five
+    empty tensors with train=False."""
+    step_tensors = 7 * L * T * B * H if train else 2 * L * B * H
+    return 4 * (T * B * H + 2 * L * B * H + step_tensors)
 
 
 def max_abs_diff(a, b):

@@ -1,7 +1,9 @@
-"""Every ```python block of docs/*.md runs (each on its own), and the op pages are the
-docstrings of lstmop.lstm, lstmop.lstm_backward and lstmop.nn.LSTM."""
+"""Every ```python block of docs/*.md runs (each on its own, as a module of its own file), and
+the op pages are the docstrings of lstmop.lstm, lstmop.lstm_backward and lstmop.nn.LSTM."""
+import importlib.util
 import pathlib
 import re
+import sys
 
 import pytest
 import torch
@@ -30,8 +32,19 @@ def test_the_op_pages_have_examples():
 
 
 @pytest.mark.parametrize("code", BLOCKS)
-def test_example_runs(code):
-    exec(compile(code, "<docs example>", "exec"), {"__name__": "__docs__"})
+def test_example_runs(code, tmp_path, request):
+    """The block runs as a module of its own file: TorchScript reads the source of the classes
+    it compiles, which code exec'd from a string would not have."""
+    name = "docs_example_" + re.sub(r"\W", "_", request.node.callspec.id)
+    path = tmp_path / f"{name}.py"
+    path.write_text(code, encoding="utf-8")
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    try:
+        spec.loader.exec_module(module)
+    finally:
+        del sys.modules[name]
 
 
 @pytest.mark.parametrize("obj, page", [

@@ -100,7 +100,7 @@ def test_autograd_on_meta_tensors():
 def test_meta_shape_errors_name_the_argument():
     x = torch.empty(5, 2, 3, device="meta")
     params = [torch.empty(16, 3, device="meta"), torch.empty(16, 5, device="meta")]
-    with pytest.raises(ValueError, match=r"params\[1\]"):
+    with pytest.raises(RuntimeError, match=r"params\[1\]"):
         torch.ops.lstmop._lstm(x, [], params, False, 1, 0.0, False, False)
 
 
@@ -109,3 +109,23 @@ def test_module_on_meta_device():
     output, (hn, cn) = lstm(torch.empty(6, 2, 3, device="meta"))
     assert output.is_meta and output.shape == (6, 2, 8)
     assert hn.shape == cn.shape == (4, 2, 4)
+
+
+@pytest.mark.parametrize("mode", ["time_major", "batch_first", "packed"])
+@pytest.mark.parametrize("dropout_training", [False, True])
+def test_lstm_op_meta_shapes_equal_cpu_shapes(mode, dropout_training):
+    """torch.ops.lstmop.lstm (the module's op) on meta tensors: the CPU call's shapes, in the
+    one-call and the layer-by-layer (dropout) forms; batch_sizes stays on the CPU."""
+    cfg = config(True, "batch_first" if mode == "batch_first" else "time_major", True, True)
+    params = [p.detach() for p in lc.flat_params(lc.make_module(cfg))]
+    x, hx = lc.make_inputs(cfg)
+    batch_sizes = None
+    if mode == "packed":
+        batch_sizes = torch.tensor([3, 3, 2, 1])
+        x = x.reshape(-1, cfg.I)[:int(batch_sizes.sum())]
+    args = (cfg.bias, cfg.L, 0.5, dropout_training, True)
+    kwargs = dict(batch_first=cfg.batch_first, batch_sizes=batch_sizes)
+    cpu = torch.ops.lstmop.lstm(x, hx, params, *args, **kwargs)
+    meta = torch.ops.lstmop.lstm(x.to("meta"), to_meta(hx), to_meta(params), *args, **kwargs)
+    for m, c in zip(meta, cpu):
+        assert m.is_meta and m.shape == c.shape and m.dtype == c.dtype

@@ -166,18 +166,6 @@ def test_gradcheck_float64(cfg):
     assert torch.autograd.gradcheck(op, inputs, eps=1e-6, atol=1e-7, rtol=1e-6)
 
 
-def test_double_backward_raises():
-    cfg = GRADCHECK_CASES[0]
-    module = lc.make_module(cfg)
-    params = lc.flat_params(module)
-    x, hx = lc.make_inputs(cfg)
-    x.requires_grad_()
-    output = lc.run_op(cfg, x, hx, params, train=True)[0]
-    (dx,) = torch.autograd.grad(output.sum(), x, create_graph=True)
-    with pytest.raises(RuntimeError):
-        torch.autograd.grad(dx.sum(), params[0])
-
-
 def test_only_outputs_0_to_2_are_differentiable():
     cfg = GRADCHECK_CASES[1]
     module = lc.make_module(cfg)

@@ -1,6 +1,8 @@
-"""Bad input through lstmop.nn.LSTM, class by class: the constructor and forward raise
-RuntimeError or ValueError (never AssertionError, IndexError or a crash) that names what is wrong,
-and no input tensor (input, hx, PackedSequence data, parameters) is ever written.
+"""Bad input through lstmop.nn.LSTM, class by class: the constructor and forward raise the
+exception class torch.nn.LSTM raises for the same input (checked against torch.nn.LSTM itself
+where torch raises at all; where torch 1.13 and 2.x differ, a subclass of both, lstmop.errors),
+with lstmop's message that names what is wrong, and no input tensor (input, hx, PackedSequence
+data, parameters) is ever written.
 
 Module under test: LSTM(input_size=5, hidden_size=3, num_layers=2, bidirectional=True) unless a
 test says otherwise; input (T=4, B=2, 5), hx (4, 2, 3) each."""
@@ -11,6 +13,7 @@ import torch
 from torch.nn.utils.rnn import PackedSequence, pack_padded_sequence
 
 import lstmop
+from lstmop.errors import IndexValueError, RuntimeTypeError, RuntimeValueError
 from validation_support import digests, expect_error
 
 
@@ -27,8 +30,9 @@ def inputs():
             (torch.randn(4, 2, 3, generator=g), torch.randn(4, 2, 3, generator=g)))
 
 
-def rejected(m, x, hx, contains, seconds=None):
-    return expect_error(lambda: m(x, hx), contains, (x, hx, list(m.parameters())), seconds)
+def rejected(m, x, hx, contains, seconds=None, error=RuntimeError):
+    return expect_error(lambda: m(x, hx), contains, (x, hx, list(m.parameters())), seconds,
+                        error)
 
 
 # ------------------------------------------------------------------------------------------
@@ -37,21 +41,86 @@ def rejected(m, x, hx, contains, seconds=None):
 
 @pytest.mark.parametrize("dropout", [-0.1, 1.5, math.nan])
 def test_dropout_outside_zero_one(dropout):
-    expect_error(lambda: module(dropout=dropout), ["dropout"])
+    expect_error(lambda: module(dropout=dropout), ["dropout"], error=ValueError)  # torch's own
 
 
 @pytest.mark.parametrize("num_layers", [0, -1])
 def test_num_layers_not_positive(num_layers):
-    expect_error(lambda: module(num_layers=num_layers), ["num_layers"])
+    # torch 1.13: IndexError, torch 2.x: ValueError.
+    expect_error(lambda: module(num_layers=num_layers), ["num_layers", ">= 1", str(num_layers)],
+                 error=IndexValueError)
+
+
+@pytest.mark.parametrize("num_layers", [2.0, "2", True, None])
+def test_num_layers_not_an_integer(num_layers):
+    expect_error(lambda: module(num_layers=num_layers), ["num_layers", repr(num_layers)],
+                 error=TypeError)
+
+
+def test_num_layers_of_an_integer_type_other_than_int():
+    lstm = module(num_layers=torch.tensor(2))  # has __index__, as range() accepts
+    assert lstm.num_layers == 2 and type(lstm.num_layers) is int
 
 
 def test_hidden_size_zero():
-    expect_error(lambda: module(hidden_size=0), ["hidden_size"])
+    expect_error(lambda: module(hidden_size=0), ["hidden_size"], error=ValueError)  # torch's own
 
 
 def test_proj_size_is_not_implemented():
-    # NotImplementedError is a RuntimeError.
-    expect_error(lambda: module(proj_size=2), ["proj_size"])
+    expect_error(lambda: module(proj_size=2), ["proj_size"], error=NotImplementedError)
+
+
+# ------------------------------------------------------------------------------------------
+# The classes torch.nn.LSTM raises, side by side
+# ------------------------------------------------------------------------------------------
+
+def _call(build, run):
+    """What build() then run(module) raises (None if nothing), built and run under one seed."""
+    torch.manual_seed(0)
+    try:
+        run(build())
+    except Exception as error:  # noqa: BLE001  (any class: that is what is compared)
+        return error
+    return None
+
+
+X, (H0, C0) = inputs()
+# (case, constructor kwargs, forward, torch 2.x's class where it differs from 1.13's). torch 2.x
+# (torch/nn/modules/rnn.py): "LSTM: Expected input to be 2D or 3D" and the input/weight dtype
+# check are ValueError, "num_layers must be greater than zero" is ValueError.
+TORCH_CASES = [
+    ("1-D input", {}, lambda m: m(torch.zeros(20)), ValueError),
+    ("4-D input", {}, lambda m: m(torch.zeros(1, 4, 2, 5)), ValueError),
+    ("integer input", {}, lambda m: m(torch.zeros(4, 2, 5, dtype=torch.int64)), ValueError),
+    ("float64 input", {}, lambda m: m(X.double()), ValueError),
+    ("float64 h0", {}, lambda m: m(X, (H0.double(), C0)), None),
+    ("T = 0", {}, lambda m: m(torch.zeros(0, 2, 5)), None),
+    ("3-tensor hx", {}, lambda m: m(X, (H0, C0, H0)), None),
+    ("1-tensor hx", {}, lambda m: m(X, (H0,)), None),
+    ("hx a tensor", {}, lambda m: m(X, H0), None),
+    ("num_layers=0", dict(num_layers=0), lambda m: None, ValueError),
+    ("num_layers=-1", dict(num_layers=-1), lambda m: None, ValueError),
+    ("num_layers=2.0", dict(num_layers=2.0), lambda m: None, None),
+    ("wrong input_size", {}, lambda m: m(torch.zeros(4, 2, 6)), None),
+    ("wrong h0 shape", {}, lambda m: m(X, (torch.zeros(2, 2, 3), C0)), None),
+    ("empty PackedSequence", {}, lambda m: m(packed([], 0)), None),
+]
+
+
+@pytest.mark.parametrize("case,kwargs,run,torch2_class", TORCH_CASES,
+                         ids=[c[0] for c in TORCH_CASES])
+def test_exception_class_is_torchs(case, kwargs, run, torch2_class):
+    args = dict(input_size=5, hidden_size=3, num_layers=2, bidirectional=True)
+    args.update(kwargs)
+    theirs = _call(lambda: torch.nn.LSTM(**args), run)
+    ours = _call(lambda: lstmop.nn.LSTM(**args), run)
+    assert theirs is not None and ours is not None, (theirs, ours)
+    assert isinstance(ours, type(theirs)), f"torch raises {type(theirs).__name__}, lstmop " \
+        f"{type(ours).__name__}: {ours}"
+    if torch2_class is not None:
+        assert isinstance(ours, torch2_class)
+    # lstmop's message names what is wrong (torch's own checks keep torch's message).
+    assert str(ours) and "mat1 and mat2" not in str(ours)
 
 
 # ------------------------------------------------------------------------------------------
@@ -61,7 +130,8 @@ def test_proj_size_is_not_implemented():
 @pytest.mark.parametrize("sizes", [(20,), (1, 4, 2, 5)])
 def test_input_rank(sizes):
     m = module()
-    rejected(m, torch.zeros(sizes), None, ["2D or 3D", f"{len(sizes)}D"])
+    rejected(m, torch.zeros(sizes), None, ["2D or 3D", f"{len(sizes)}D"],
+             error=RuntimeValueError)
 
 
 def test_input_feature_size():
@@ -71,13 +141,18 @@ def test_input_feature_size():
 
 def test_input_dtype_other_than_the_parameters():
     m = module()
-    rejected(m, torch.zeros(4, 2, 5, dtype=torch.float64), None, ["float64", "float32"])
+    rejected(m, torch.zeros(4, 2, 5, dtype=torch.float64), None,
+             ["input", "torch.float32", "torch.float64"], error=RuntimeValueError)
+    x = pack_padded_sequence(torch.zeros(4, 3, 5, dtype=torch.float64), [4, 2, 1])
+    expect_error(lambda: m(x), ["input", "torch.float32", "torch.float64"], (x.data,),
+                 error=RuntimeValueError)
 
 
 @pytest.mark.parametrize("dtype", [torch.int64, torch.int32, torch.bool])
 def test_input_dtype_not_floating(dtype):
     m = module()
-    rejected(m, torch.zeros(4, 2, 5, dtype=dtype), None, ["input", str(dtype).replace("torch.", "")])
+    rejected(m, torch.zeros(4, 2, 5, dtype=dtype), None, ["input", str(dtype)],
+             error=RuntimeValueError)
 
 
 @pytest.mark.parametrize("sizes,contains", [((0, 2, 5), ["T >= 1"]), ((4, 0, 5), ["B >= 1"])])
@@ -112,11 +187,17 @@ def test_hx_of_the_wrong_dtype():
     rejected(m, x, (h, c.long()), ["hx[1]", "float32", "int64"])
 
 
-@pytest.mark.parametrize("count", [1, 3])
-def test_hx_of_one_or_three_tensors(count):
+@pytest.mark.parametrize("count,error", [(0, IndexError), (1, IndexError), (3, RuntimeError)])
+def test_hx_of_zero_one_or_three_tensors(count, error):
     m = module()
     x, (h, c) = inputs()
-    rejected(m, x, (h, c, h)[:count], ["hx"])
+    rejected(m, x, (h, c, h)[:count], ["hx", "2 tensors", f"got {count}"], error=error)
+
+
+def test_hx_that_is_not_a_tuple():
+    m = module()
+    x, (h, c) = inputs()
+    rejected(m, x, h, ["hx", "tuple", "Tensor"], error=RuntimeTypeError)
 
 
 # ------------------------------------------------------------------------------------------
@@ -124,7 +205,7 @@ def test_hx_of_one_or_three_tensors(count):
 # ------------------------------------------------------------------------------------------
 
 def packed(batch_sizes, rows=None):
-    batch_sizes = torch.as_tensor(batch_sizes)
+    batch_sizes = torch.as_tensor(batch_sizes, dtype=torch.int64)
     rows = int(batch_sizes.sum()) if rows is None else rows
     return PackedSequence(torch.randn(rows, 5, generator=torch.Generator().manual_seed(2)),
                           batch_sizes)
@@ -136,24 +217,26 @@ def test_packed_sequence_valid_reference_case_runs():
     assert torch.equal(out.batch_sizes, torch.tensor([3, 2, 1, 1]))
 
 
-@pytest.mark.parametrize("batch_sizes,rows,contains", [
-    ([3, 0, 1], None, ["batch_sizes", "[1, 3]", "0"]),          # zero
-    ([3, -1, 1], 4, ["batch_sizes", "-1"]),                     # negative
-    ([1, 2, 1], None, ["batch_sizes"]),                         # increasing
-    ([3, 2, 1], 7, ["batch_sizes"]),                            # rows do not match
-    ([], 0, ["batch_sizes"]),                                   # empty
+@pytest.mark.parametrize("batch_sizes,rows,contains,error", [
+    ([3, 0, 1], None, ["batch_sizes", "[1, 3]", "0"], RuntimeError),             # zero
+    ([3, -1, 1], 4, ["batch_sizes", "-1"], RuntimeError),                        # negative
+    ([1, 2, 1], None, ["batch_sizes", "[1, 1]", "2"], RuntimeError),             # increasing
+    ([3, 2, 1], 7, ["batch_sizes", "sums to 6", "7 rows"], RuntimeError),        # rows differ
+    ([], 0, ["batch_sizes", "at least one entry"], IndexError),                  # empty
 ])
-def test_packed_sequence_with_bad_batch_sizes(batch_sizes, rows, contains):
+def test_packed_sequence_with_bad_batch_sizes(batch_sizes, rows, contains, error):
     x = packed(batch_sizes, rows)
     m = module()
-    expect_error(lambda: m(x), contains, (x.data, x.batch_sizes, list(m.parameters())))
+    expect_error(lambda: m(x), contains, (x.data, x.batch_sizes, list(m.parameters())),
+                 error=error)
 
 
 def test_packed_sequence_with_float_or_2d_batch_sizes():
     m = module()
-    for bs in (torch.tensor([3.0, 2.0, 1.0]), torch.tensor([[3, 2, 1]])):
+    for bs, contains in ((torch.tensor([3.0, 2.0, 1.0]), ["torch.int64", "torch.float32"]),
+                         (torch.tensor([[3, 2, 1]]), ["1-D", "[1, 3]"])):
         x = PackedSequence(torch.randn(6, 5), bs)
-        expect_error(lambda: m(x), ["batch_sizes"], (x.data, x.batch_sizes))
+        expect_error(lambda: m(x), ["batch_sizes"] + contains, (x.data, x.batch_sizes))
 
 
 def test_packed_sequence_of_the_wrong_feature_size():

@@ -1,8 +1,9 @@
-"""Bad input through torch.ops.lstmop._lstm and _lstm_backward, class by class: each call raises
-RuntimeError or ValueError (never AssertionError, IndexError or a crash) whose message names the
-argument and gives the expected and the actual value, and leaves every input tensor byte for byte
-as it was (storage digests). Forward errors are checked through the CPU kernel, the Autograd
-kernel (params requiring grad) and, for errors visible in shapes, the Meta kernel.
+"""Bad input through torch.ops.lstmop._lstm, _lstm_backward and lstm, class by class: each call
+raises RuntimeError (the ops' rule, docs/lstm.md "Errors": never ValueError, IndexError,
+AssertionError or a crash) whose message names the argument and gives the expected and the actual
+value, and leaves every input tensor byte for byte as it was (storage digests). Forward errors
+are checked through the CPU kernel, the Autograd kernel (params requiring grad) and, for errors
+visible in shapes, the Meta kernel.
 
 The valid problem (validation_support.Problem): T = 3, B = 2, I = 5, H = 3 (4H = 12), L = 2,
 bidirectional (4 slots), with biases (16 params), hx given."""
@@ -261,7 +262,8 @@ def test_sparse_input_is_refused():
     # The dispatcher refuses it (no sparse kernel), naming the backend it got.
     a = Problem().args()
     a["input"] = a["input"].to_sparse()
-    expect_error(lambda: forward(a), ["lstmop::_lstm", "Sparse"], (a["hx"], a["params"]))
+    expect_error(lambda: forward(a), ["lstmop::_lstm", "Sparse"], (a["hx"], a["params"]),
+                 error=NotImplementedError)  # a RuntimeError
 
 
 def test_meta_param_with_cpu_input_is_refused():
@@ -302,14 +304,13 @@ def test_expanded_batch_sizes_of_2_to_40_entries():
 
 def test_expanded_input_longer_than_memory_holds():
     # Within the core's absolute bound but beyond this machine: the float32 output alone would
-    # be twice the RAM. Refused by validation (ValueError naming input), before the binding
-    # allocates anything.
+    # be twice the RAM. Refused by validation (naming input), before the binding allocates
+    # anything.
     import os
     ram = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
     t = 1 << math.ceil(math.log2(2 * ram / 4))
     a = huge_args(torch.zeros(1, 1, 1).expand(t, 1, 1))
-    err = expect_error(lambda: forward(a), ["input", f"T = {t}"], seconds=2.0)
-    assert isinstance(err, ValueError)
+    expect_error(lambda: forward(a), ["input", f"T = {t}"], seconds=2.0)
 
 
 def test_element_count_overflowing_int64_is_refused():
@@ -453,3 +454,69 @@ def test_successful_calls_write_no_input(problem):
     (r[0].float().sum() + r[1].float().sum() + r[2].float().sum()).backward()
     assert digests(a["input"], a["hx"], a["params"], a["batch_sizes"]) == before
     assert digests(b["saved"], b["grad_y"], b["grad_hy"], b["grad_cy"]) == saved_before
+
+
+# ------------------------------------------------------------------------------------------
+# lstmop::lstm (the op lstmop.nn.LSTM calls): its own checks, and _lstm's on the whole call
+# ------------------------------------------------------------------------------------------
+
+def lstm_op(a, dropout=0.0, training=False, packed_data=None, batch_sizes=None):
+    """torch.ops.lstmop.lstm on the problem's arguments; packed mode when packed_data is
+    given (the PackedSequence's (N, I) rows with `batch_sizes`)."""
+    return torch.ops.lstmop.lstm(a["input"] if packed_data is None else packed_data, a["hx"],
+                                 a["params"], a["has_biases"], a["num_layers"], dropout,
+                                 training, a["bidirectional"], batch_first=a["batch_first"],
+                                 batch_sizes=batch_sizes)
+
+
+@pytest.mark.parametrize("dropout", [-0.5, 1.5, math.nan])
+def test_lstm_dropout_outside_zero_one(dropout):
+    a = Problem().args()
+    for training in (False, True):
+        expect_error(lambda: lstm_op(a, dropout, training), ["dropout", "[0, 1]"],
+                     (a["input"], a["hx"], a["params"]))
+
+
+@pytest.mark.parametrize("requires_grad", [False, True])
+def test_lstm_errors_name_the_callers_arguments_also_layer_by_layer(requires_grad):
+    """With dropout in training the op calls _lstm once per layer, but the whole call is checked
+    first: params[12] is the caller's index (layer 1, reverse), not the layer's."""
+    a = Problem().args()
+    a["params"][12] = zeros(12, 7)
+    if requires_grad:
+        a = requiring_grad(a)
+    for dropout, training in ((0.0, False), (0.5, True)):
+        expect_error(lambda: lstm_op(a, dropout, training),
+                     ["params[12] (weight_ih, layer 1, reverse)", "[12, 6]", "[12, 7]"])
+
+
+PACKED_DATA = torch.zeros(6, 5)  # lengths 3, 2, 1: batch_sizes [3, 2, 1]
+
+
+@pytest.mark.parametrize("batch_sizes,contains", [
+    (torch.tensor([3, 2, 1], dtype=torch.int32), ["batch_sizes", "torch.int64", "torch.int32"]),
+    (torch.tensor([[3, 2, 1]]), ["batch_sizes", "1-D", "[1, 3]"]),
+    (torch.tensor([], dtype=torch.int64), ["batch_sizes", "at least one entry"]),
+    (torch.tensor([3, 0, 1]), ["batch_sizes", "[1, 3]", "batch_sizes[1] = 0"]),
+    (torch.tensor([2, 3, 1]), ["batch_sizes", "[1, 2]", "batch_sizes[1] = 3"]),
+    (torch.tensor([3, 1, 2]), ["batch_sizes", "non-increasing", "batch_sizes[2] = 2"]),
+    (torch.tensor([3, 2, 2]), ["batch_sizes sums to 7", "6 rows"]),
+    (torch.tensor([3, 2, 1], device="meta"), ["batch_sizes", "CPU", "meta"]),
+])
+def test_lstm_packed_batch_sizes(batch_sizes, contains):
+    a = Problem(L=1, bidirectional=False, with_hx=False).args()
+    expect_error(lambda: lstm_op(a, packed_data=PACKED_DATA, batch_sizes=batch_sizes), contains,
+                 (PACKED_DATA, a["params"]))
+
+
+def test_lstm_packed_data_must_be_2d():
+    a = Problem(L=1, bidirectional=False, with_hx=False).args()
+    expect_error(lambda: lstm_op(a, packed_data=torch.zeros(6, 1, 5),
+                                 batch_sizes=torch.tensor([3, 2, 1])),
+                 ["input", "2-D", "PackedSequence", "[6, 1, 5]"])
+
+
+def test_lstm_packed_hx_of_the_wrong_batch():
+    a = Problem(L=1, bidirectional=False).args()  # hx for B = 2; the packed batch has 3
+    expect_error(lambda: lstm_op(a, packed_data=PACKED_DATA, batch_sizes=torch.tensor([3, 2, 1])),
+                 ["hx[0]", "[1, 3, 3]", "[1, 2, 3]"], (PACKED_DATA, a["hx"], a["params"]))

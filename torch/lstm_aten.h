@@ -1,0 +1,35 @@
+// The contract's LSTM forward (outputs 0-2: output, hy, cy) written in ATen
+// operations, so that autograd can differentiate it to any order. It is the
+// recomputation behind _lstm_backward's derivative (lstm_autograd.cpp) and the
+// op lstmop::_lstm_aten.
+#pragma once
+
+#include <ATen/core/Tensor.h>
+
+#include <cstdint>
+#include <tuple>
+#include <utility>
+#include <vector>
+
+namespace lstmop_torch {
+
+// Every mode of the contract: layers, bidirectional, has_biases, batch_first,
+// variable length (batch_sizes: (T*B, I) rows laid out like (T, B, I), each
+// sequence its own length, invalid output rows 0), projections (3 or 5 params
+// per slot, w_hr (P, H) last), float32/float64 computed in their dtype,
+// float16/bfloat16 in float32 with every h rounded to the dtype as the op
+// stores it. hx: [h0 (D*L, B, R), c0 (D*L, B, H)], or empty for zeros.
+// Arguments are checked for what the computation needs (counts, ranks,
+// shapes, batch_sizes' values); c10::Error names the argument.
+std::tuple<at::Tensor, at::Tensor, at::Tensor> lstm_aten_forward(
+    const at::Tensor& input, at::TensorList hx, at::TensorList params, bool has_biases,
+    int64_t num_layers, bool bidirectional, bool batch_first,
+    const c10::optional<at::Tensor>& batch_sizes);
+
+// The sizes of h0 and c0 for these arguments: (D*L, B, R) and (D*L, B, H).
+// Assumes arguments lstm_aten_forward accepts (or the op's checks passed).
+std::pair<std::vector<int64_t>, std::vector<int64_t>> initial_state_shapes(
+    const at::Tensor& input, at::TensorList params, bool has_biases, int64_t num_layers,
+    bool bidirectional, bool batch_first, const c10::optional<at::Tensor>& batch_sizes);
+
+}  // namespace lstmop_torch

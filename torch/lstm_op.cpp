@@ -1,0 +1,209 @@
+// lstmop::lstm: the op lstmop.nn.LSTM calls, as torch.nn.LSTM calls aten::lstm.
+//
+//   lstm(Tensor input, Tensor[] hx, Tensor[] params, bool has_biases,
+//        int num_layers, float dropout, bool training, bool bidirectional, *,
+//        bool batch_first=False, Tensor? batch_sizes=None)
+//     -> (Tensor output, Tensor hy, Tensor cy)
+//
+// It runs _lstm over a whole module call: PackedSequence data (batch_sizes
+// given: input is the packed (sum of lengths, I) rows, output the packed
+// (sum of lengths, D*R) rows), dropout between layers when `training` (one
+// _lstm call per layer, at::dropout on each layer's output but the last: the
+// time-major (T, B, D*R) output, or the packed rows, exactly where
+// torch.nn.LSTM draws its masks, so the same random state gives the same
+// masks), or one _lstm call for all layers otherwise.
+//
+// Whether _lstm saves its activations (train=True) is decided at run time, by
+// the Autograd kernel: only when grad mode is on and input, hx or a parameter
+// requires grad; then the result carries _lstm's backward. Otherwise the CPU
+// (or Meta) kernel runs _lstm with train=False. So a trace or a TorchScript
+// graph holds one call, right for training and for inference.
+#include <ATen/ATen.h>
+#include <ATen/core/dispatch/Dispatcher.h>
+#include <c10/util/Exception.h>
+#include <torch/library.h>
+
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "lstm_ops.h"
+
+namespace {
+
+using at::Tensor;
+using at::TensorList;
+using LstmTuple = std::tuple<Tensor, Tensor, Tensor>;
+using LstmSignature = LstmTuple(const Tensor&, TensorList, TensorList, bool, int64_t, double, bool,
+                                bool, bool, const c10::optional<Tensor>&);
+
+constexpr const char* kLstmSchema =
+    "lstm(Tensor input, Tensor[] hx, Tensor[] params, bool has_biases, int num_layers, "
+    "float dropout, bool training, bool bidirectional, *, bool batch_first=False, "
+    "Tensor? batch_sizes=None) -> (Tensor, Tensor, Tensor)";
+
+const c10::TypedOperatorHandle<LstmSignature>& lstm_op() {
+  static const auto handle =
+      c10::Dispatcher::singleton().findSchemaOrThrow("lstmop::lstm", "").typed<LstmSignature>();
+  return handle;
+}
+
+std::string with_dims(at::IntArrayRef sizes) {
+  return std::to_string(sizes.size()) + "-D " + c10::str(sizes);
+}
+
+// The packed layout of a PackedSequence and _lstm's variable-length layout:
+// packed row k is padded row valid_rows[k] = t*B + b, for t in time order and
+// b < batch_sizes[t] within a step (both orders are step by step, sequence by
+// sequence).
+struct PackedLayout {
+  int64_t steps = 0, batch = 0;
+  Tensor valid_rows;  // (sum of lengths,) int64, CPU
+};
+
+PackedLayout packed_layout(const Tensor& input, const Tensor& batch_sizes) {
+  const std::vector<int64_t> step_batch = lstmop_torch::checked_batch_sizes(batch_sizes);
+  PackedLayout layout;
+  layout.steps = static_cast<int64_t>(step_batch.size());
+  layout.batch = step_batch[0];
+  int64_t rows = 0;
+  for (int64_t n : step_batch) rows += n;
+  TORCH_CHECK(input.dim() == 2,
+              "input must be 2-D (the PackedSequence's data: sum of lengths, input_size) when "
+              "batch_sizes is given, got ",
+              with_dims(input.sizes()));
+  TORCH_CHECK(rows == input.size(0), "batch_sizes sums to ", rows,
+              " but input (the PackedSequence's data) has ", input.size(0), " rows");
+  layout.valid_rows = at::empty({rows}, at::TensorOptions().dtype(at::kLong));
+  int64_t* out = layout.valid_rows.data_ptr<int64_t>();
+  for (int64_t t = 0; t < layout.steps; ++t) {
+    for (int64_t b = 0; b < step_batch[static_cast<size_t>(t)]; ++b) *out++ = t * layout.batch + b;
+  }
+  return layout;
+}
+
+// (N, F) packed rows -> (T*B, F) padded rows, zeros in the invalid rows.
+Tensor padded_rows(const Tensor& packed, const PackedLayout& layout) {
+  const int64_t rows = layout.steps * layout.batch;
+  if (packed.is_meta()) return at::empty({rows, packed.size(1)}, packed.options());
+  return at::zeros({rows, packed.size(1)}, packed.options())
+      .index_copy(0, layout.valid_rows.to(packed.device()), packed);
+}
+
+// (T*B, F) padded rows -> (N, F) packed rows.
+Tensor packed_rows(const Tensor& padded, const PackedLayout& layout) {
+  if (padded.is_meta()) {
+    return at::empty({layout.valid_rows.size(0), padded.size(1)}, padded.options());
+  }
+  return padded.index_select(0, layout.valid_rows.to(padded.device()));
+}
+
+Tensor dropout_on(const Tensor& x, double p) {
+  return x.is_meta() ? x : at::dropout(x, p, /*train=*/true);  // meta: shapes only
+}
+
+LstmTuple run_lstm(const Tensor& input, TensorList hx, TensorList params, bool has_biases,
+                   int64_t num_layers, double dropout, bool training, bool bidirectional,
+                   bool batch_first, const c10::optional<Tensor>& batch_sizes,
+                   bool save_activations) {
+  TORCH_CHECK(dropout >= 0.0 && dropout <= 1.0, "dropout must lie in [0, 1], got ", dropout);
+  const bool packed = batch_sizes.has_value() && batch_sizes->defined();
+  PackedLayout layout;
+  c10::optional<Tensor> op_batch_sizes;
+  if (packed) {
+    layout = packed_layout(input, *batch_sizes);
+    op_batch_sizes = *batch_sizes;
+  }
+  // Every argument is checked on the whole problem first, so that errors name
+  // the caller's arguments (not one layer's slice of them); in packed mode on
+  // the padded shape the op will see, before anything is allocated.
+  const Tensor checked_input = packed ? at::empty({layout.steps * layout.batch, input.size(1)},
+                                                  input.options().device(at::kMeta))
+                                      : input;
+  lstmop_torch::check_forward_arguments(checked_input, hx, params, has_biases, num_layers, 0.0,
+                                        save_activations, bidirectional, batch_first,
+                                        op_batch_sizes);
+
+  Tensor layer_input = packed ? padded_rows(input, layout) : input;
+  Tensor output, hy, cy;
+  if (!(training && dropout > 0.0 && num_layers > 1)) {
+    const auto result = lstmop_torch::forward_op().call(layer_input, hx, params, has_biases,
+                                                        num_layers, 0.0, save_activations,
+                                                        bidirectional, batch_first, op_batch_sizes);
+    output = std::get<0>(result);
+    hy = std::get<1>(result);
+    cy = std::get<2>(result);
+  } else {
+    // torch.nn.LSTM draws the masks on time-major layer outputs.
+    const bool transposed = !packed && batch_first;
+    if (transposed) layer_input = layer_input.transpose(0, 1);  // a view: _lstm reads any strides
+    const int64_t directions = bidirectional ? 2 : 1;
+    const int64_t per_layer = static_cast<int64_t>(params.size()) / num_layers;
+    std::vector<Tensor> hys, cys;
+    for (int64_t layer = 0; layer < num_layers; ++layer) {
+      std::vector<Tensor> layer_hx;
+      if (!hx.empty()) {
+        layer_hx = {hx[0].narrow(0, layer * directions, directions),
+                    hx[1].narrow(0, layer * directions, directions)};
+      }
+      const auto result = lstmop_torch::forward_op().call(
+          layer_input, layer_hx, params.slice(layer * per_layer, per_layer), has_biases, 1, 0.0,
+          save_activations, bidirectional, false, op_batch_sizes);
+      layer_input = std::get<0>(result);
+      hys.push_back(std::get<1>(result));
+      cys.push_back(std::get<2>(result));
+      if (layer + 1 < num_layers) {
+        layer_input =
+            packed ? padded_rows(dropout_on(packed_rows(layer_input, layout), dropout), layout)
+                   : dropout_on(layer_input, dropout);
+      }
+    }
+    output = transposed ? layer_input.transpose(0, 1) : layer_input;
+    hy = at::cat(hys, 0);
+    cy = at::cat(cys, 0);
+  }
+  if (packed) output = packed_rows(output, layout);
+  return LstmTuple(output, hy, cy);
+}
+
+// CPU and Meta: nothing will be differentiated, nothing is saved.
+LstmTuple lstm_kernel(const Tensor& input, TensorList hx, TensorList params, bool has_biases,
+                      int64_t num_layers, double dropout, bool training, bool bidirectional,
+                      bool batch_first, const c10::optional<Tensor>& batch_sizes) {
+  return run_lstm(input, hx, params, has_biases, num_layers, dropout, training, bidirectional,
+                  batch_first, batch_sizes, /*save_activations=*/false);
+}
+
+bool any_requires_grad(TensorList tensors) {
+  for (const Tensor& t : tensors) {
+    if (t.defined() && t.requires_grad()) return true;
+  }
+  return false;
+}
+
+LstmTuple lstm_autograd(const Tensor& input, TensorList hx, TensorList params, bool has_biases,
+                        int64_t num_layers, double dropout, bool training, bool bidirectional,
+                        bool batch_first, const c10::optional<Tensor>& batch_sizes) {
+  const bool differentiable =
+      at::GradMode::is_enabled() &&
+      (input.requires_grad() || any_requires_grad(hx) || any_requires_grad(params));
+  if (!differentiable) {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    return lstm_op().call(input, hx, params, has_biases, num_layers, dropout, training,
+                          bidirectional, batch_first, batch_sizes);
+  }
+  // At the autograd level: _lstm's Autograd kernel and the layout and dropout
+  // operations record their backward.
+  return run_lstm(input, hx, params, has_biases, num_layers, dropout, training, bidirectional,
+                  batch_first, batch_sizes, /*save_activations=*/true);
+}
+
+}  // namespace
+
+TORCH_LIBRARY_FRAGMENT(lstmop, m) { m.def(kLstmSchema); }
+
+TORCH_LIBRARY_IMPL(lstmop, CPU, m) { m.impl("lstm", TORCH_FN(lstm_kernel)); }
+
+TORCH_LIBRARY_IMPL(lstmop, Meta, m) { m.impl("lstm", TORCH_FN(lstm_kernel)); }
+
+TORCH_LIBRARY_IMPL(lstmop, Autograd, m) { m.impl("lstm", TORCH_FN(lstm_autograd)); }
