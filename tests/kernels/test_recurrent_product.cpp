@@ -1,9 +1,10 @@
-// The production per-step product (src/recurrent_product.h) in every ISA this
-// CPU runs: each C element must be one fma chain over k in order from C's
-// value, so every ISA's tiles give exactly the bits of a scalar std::fma loop,
-// whatever the number of rows (tile choice and row blocking), the depth
-// (k blocks of 256) or a partial last panel; rows and columns outside C's
-// (m, n) block, and the operands, are left untouched.
+// The production per-step product (src/kernels/recurrent_product.h) in every
+// ISA body this CPU runs (generic, AVX2, AVX-512; one test each, a body the
+// CPU lacks skipped visibly): each C element must be one fma chain over k in
+// order from C's value, so every body gives exactly the bits of a std::fma
+// loop written here, whatever the number of rows (tile choice and row
+// blocking), the depth (k blocks of 256) or a partial last panel; rows and
+// columns outside C's (m, n) block, and the operands, are left untouched.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -18,13 +19,7 @@ namespace lstmop {
 namespace detail {
 namespace {
 
-std::vector<kernels::Isa> isas_here() {
-  std::vector<kernels::Isa> out;
-  for (kernels::Isa isa : {kernels::Isa::Scalar, kernels::Isa::Avx2, kernels::Isa::Avx512}) {
-    if (kernels::isa_supported(isa)) out.push_back(isa);
-  }
-  return out;
-}
+using kernels::Isa;
 
 struct Case {
   int64_t m, k, n;
@@ -32,7 +27,7 @@ struct Case {
 
 // A (m, k) with row stride k + 3; W (n, k) = B^T; C (m, n) with row stride
 // n + 5, the 5 columns after each row a guard that must keep its value.
-void check_case(const Case& cs, unsigned seed) {
+void check_case(Isa isa, const Case& cs, unsigned seed) {
   const int64_t lda = cs.k + 3, ldc = cs.n + 5;
   std::mt19937 gen(seed);
   std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
@@ -60,38 +55,54 @@ void check_case(const Case& cs, unsigned seed) {
   product.allocate(arena, cs.k, cs.n);
   arena.commit();
   product.set_b_from_rows(w.data(), cs.k);
-  for (kernels::Isa isa : isas_here()) {
-    std::vector<float> c = c0;
-    product.accumulate(isa, cs.m, a.data(), lda, c.data(), ldc);
-    ASSERT_EQ(0, std::memcmp(c.data(), expected.data(), c.size() * sizeof(float)))
-        << kernels::isa_name(isa) << " m=" << cs.m << " k=" << cs.k << " n=" << cs.n;
-    ASSERT_EQ(a, a_copy) << kernels::isa_name(isa) << ": A was written";
-  }
+  std::vector<float> c = c0;
+  product.accumulate(isa, cs.m, a.data(), lda, c.data(), ldc);
+  ASSERT_EQ(0, std::memcmp(c.data(), expected.data(), c.size() * sizeof(float)))
+      << kernels::isa_name(isa) << " m=" << cs.m << " k=" << cs.k << " n=" << cs.n;
+  ASSERT_EQ(a, a_copy) << kernels::isa_name(isa) << ": A was written";
 }
 
-TEST(RecurrentProduct, EveryIsaGivesTheScalarFmaChainBitwise) {
-  std::printf("[recurrent product] ISAs tested on this CPU:");
-  for (kernels::Isa isa : isas_here()) std::printf(" %s", kernels::isa_name(isa));
-  std::printf("\n");
-  // Rows: every AVX-512 tile height 1..12 and balanced blocks (13 = 7 + 6,
-  // 25 = 9 + 8 + 8, 64 = 4 x 11 + 2 x 10); AVX2's 6-row blocks and 7..9 tails.
+// Rows: every AVX-512 tile height 1..12 and balanced blocks (13 = 7 + 6,
+// 25 = 9 + 8 + 8, 64 = 4 x 11 + 2 x 10); AVX2's 6-row blocks and 7..9 tails.
+// Depths across the 256 blocks; columns with partial last panels and runs of
+// panels shorter than a tile's. Then the forward and backward step shapes of
+// the benchmark suite (S1, S2, S5).
+void check_body(Isa isa) {
   const int64_t rows[] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 25, 64};
-  // Depths across the 256 blocks; columns with partial last panels and runs
-  // of panels shorter than a tile's.
   const int64_t depths[] = {1, 17, 256, 300};
   const int64_t cols[] = {1, 12, 16, 40, 80, 136};
   unsigned seed = 1;
   for (int64_t m : rows)
     for (int64_t k : depths)
-      for (int64_t n : cols) check_case({m, k, n}, seed++);
+      for (int64_t n : cols) check_case(isa, {m, k, n}, seed++);
+  check_case(isa, {64, 512, 2048}, 7);
+  check_case(isa, {64, 2048, 512}, 8);
+  check_case(isa, {32, 256, 1024}, 9);
+  check_case(isa, {8, 512, 128}, 10);
 }
 
-TEST(RecurrentProduct, LargeStepShapesAgreeBitwise) {
-  // Forward and backward step shapes of the benchmark suite (S1, S2, S5).
-  check_case({64, 512, 2048}, 7);
-  check_case({64, 2048, 512}, 8);
-  check_case({32, 256, 1024}, 9);
-  check_case({8, 512, 128}, 10);
+TEST(RecurrentProduct, GenericGivesTheFmaChainBitwise) { check_body(Isa::Scalar); }
+
+TEST(RecurrentProduct, Avx2GivesTheFmaChainBitwise) {
+  if (!kernels::isa_supported(Isa::Avx2)) GTEST_SKIP() << "needs AVX2 + FMA, which this CPU lacks";
+  check_body(Isa::Avx2);
+}
+
+TEST(RecurrentProduct, Avx512GivesTheFmaChainBitwise) {
+  if (!kernels::isa_supported(Isa::Avx512)) {
+    GTEST_SKIP() << "needs AVX-512 F/BW, which this CPU lacks";
+  }
+  check_body(Isa::Avx512);
+}
+
+// The body the library runs (kernel_choice(), capped by LSTMOP_KERNEL_ISA).
+TEST(RecurrentProduct, KernelChoiceIsSupported) {
+  const kernels::KernelChoice& c = kernels::kernel_choice();
+  std::printf("[recurrent product] %s\n", kernels::describe(c).c_str());
+  EXPECT_TRUE(kernels::isa_supported(c.recurrent_product));
+  EXPECT_TRUE(kernels::isa_supported(c.cell_forward));
+  EXPECT_TRUE(kernels::isa_supported(c.cell_backward));
+  EXPECT_TRUE(kernels::isa_supported(c.transpose));
 }
 
 }  // namespace

@@ -1,6 +1,7 @@
 #include "lstm_bad_input_support.h"
 
 #include <cstring>
+#include <utility>
 
 namespace lstmtest {
 
@@ -294,6 +295,40 @@ LstmConfig bad_input_base_config() {
   c.L = 2;
   c.bidirectional = true;
   return c;
+}
+
+Tensor zeros(DType dtype, const std::vector<int64_t>& sizes) { return filled(dtype, sizes, 0.0); }
+
+TensorView with_fields(const TensorView& v, std::vector<int64_t> sizes,
+                       std::vector<int64_t> strides) {
+  TensorView w = v;
+  w.sizes = std::move(sizes);
+  w.strides = std::move(strides);
+  return w;
+}
+
+BadForwardFixture::BadForwardFixture(uint64_t seed)
+    : cfg(bad_input_base_config()), p(make_problem(cfg, seed)) {}
+
+BadBackwardFixture::BadBackwardFixture(uint64_t seed)
+    : cfg(bad_input_base_config()), p(make_problem(cfg, seed)) {}
+
+namespace {
+LstmConfig variable_length_config() {
+  LstmConfig c = bad_input_base_config();
+  c.packed = true;
+  c.lengths = {3, 2};
+  return c;
+}
+}  // namespace
+
+BadBatchSizesFixture::BadBatchSizesFixture(uint64_t seed)
+    : cfg(variable_length_config()), p(make_problem(cfg, seed)) {}
+
+ForwardArgs BadBatchSizesFixture::with_batch_sizes(const std::vector<double>& values) const {
+  ForwardArgs a = forward_args(p);
+  a.batch_sizes = a.own(from_doubles(DType::Int64, {static_cast<int64_t>(values.size())}, values));
+  return a;
 }
 
 }  // namespace lstmtest

@@ -80,4 +80,49 @@ void expect_backward_rejected(const BackwardArgs& args, const LstmProblem& valid
 // Distinct sizes, so that a message's numbers say which is which.
 LstmConfig bad_input_base_config();
 
+// Zeros of a dtype and shape.
+Tensor zeros(DType dtype, const std::vector<int64_t>& sizes);
+
+// A view of v's data whose sizes/strides are replaced (malformed views are
+// built by assigning the public fields, which the constructor would refuse).
+TensorView with_fields(const TensorView& v, std::vector<int64_t> sizes,
+                       std::vector<int64_t> strides);
+
+// Fixtures of the bad-input suites: the valid problem of bad_input_base_config()
+// (values drawn from `seed`), whose arguments a test breaks: args() gives them,
+// rejected() checks a broken set through every entry point.
+class BadForwardFixture : public ::testing::Test {
+ protected:
+  explicit BadForwardFixture(uint64_t seed);
+  ForwardArgs args() const { return forward_args(p); }
+  void rejected(const ForwardArgs& a, const std::string& argument,
+                const std::vector<std::string>& contains, bool values_only = false) const {
+    expect_forward_rejected(a, p, argument, contains, values_only);
+  }
+  LstmConfig cfg;
+  LstmProblem p;
+};
+
+class BadBackwardFixture : public ::testing::Test {
+ protected:
+  explicit BadBackwardFixture(uint64_t seed);
+  BackwardArgs args() const { return backward_args(p); }
+  void rejected(const BackwardArgs& b, const std::string& argument,
+                const std::vector<std::string>& contains, bool values_only = false) const {
+    expect_backward_rejected(b, p, argument, contains, values_only);
+  }
+  LstmConfig cfg;
+  LstmProblem p;
+};
+
+// The variable-length problem: T = 3, B = 2, lengths 3, 2: batch_sizes
+// [2, 2, 1], input (6, 5); with_batch_sizes() replaces batch_sizes' values.
+class BadBatchSizesFixture : public ::testing::Test {
+ protected:
+  explicit BadBatchSizesFixture(uint64_t seed);
+  ForwardArgs with_batch_sizes(const std::vector<double>& values) const;
+  LstmConfig cfg;
+  LstmProblem p;
+};
+
 }  // namespace lstmtest

@@ -165,6 +165,15 @@ double epsilon(DType dtype);
 // tensor's scale (test_dtypes_shapes.cpp derives the bounds).
 void expect_low_precision_near_reference(const LstmProblem& p, uint64_t grad_seed);
 
+// float32 / float64: the forward and backward of make_problem(cfg, seed)
+// (gradients from seed + 1) against the float64 reference: every forward
+// result within accumulation_tolerance(forward_depth), every gradient within
+// accumulation_tolerance(backward_depth), each of cfg's dtype. The reference
+// backward is given the production forward's saved tensors, so the backward
+// comparison measures the backward's own error (test_reference_sweep.cpp
+// derives the tolerances).
+void expect_near_reference(const LstmConfig& cfg, uint64_t seed);
+
 // oneDNN benchdnn style: 4 * (1 + backward) * ceil(log2(depth)) * eps, where
 // depth is the number of terms accumulated along the longest dependency chain.
 double accumulation_tolerance(DType dtype, double depth, bool backward);

@@ -16,11 +16,9 @@
 namespace lstmtest {
 namespace {
 
-class FlagDisagreement : public ::testing::Test {
+class FlagDisagreement : public BadBackwardFixture {
  protected:
-  FlagDisagreement() : cfg(bad_input_base_config()), p(make_problem(cfg, 1400)) {}
-  LstmConfig cfg;
-  LstmProblem p;
+  FlagDisagreement() : BadBackwardFixture(1400) {}
 };
 
 TEST_F(FlagDisagreement, UnidirectionalBackwardOfABidirectionalForward) {

@@ -1,170 +1,23 @@
-// Bad backward arguments, bad caller outputs of the _out forms, and the
-// promise that inputs are never written:
-// - backward: train=False, missing (undefined) saved tensors, saved tensors of
-//   the wrong shape or dtype, gradients of the wrong shape or dtype, and the
-//   forward's own argument errors, each through lstm_backward,
-//   reference::lstm_backward, lstm_backward_out and lstm_backward_shapes;
-// - _out forms: an output of the wrong shape, dtype or layout, undefined, or
-//   overlapping an input: an Error naming that output, and not one byte
-//   written to any caller output (sentinel fill);
+// Bad caller outputs of the _out forms, and the promise that inputs are never
+// written:
+// - an output of the wrong shape, dtype or layout, undefined, or overlapping
+//   an input or another output: an Error naming that output, and not one
+//   byte written to any caller output (sentinel fill);
 // - every input buffer (input, hx, params, batch_sizes, grads, saved tensors)
 //   has the same bytes after every successful call, in every entry point.
 //
-// The valid problem: T = 3, B = 2, I = 5, H = 3 (4H = 12), L = 2,
-// bidirectional (S = 4), with biases: 16 params; saved tensors [4, 3, 2, 3].
+// The valid problem (bad_input_base_config): T = 3, B = 2, I = 5, H = 3
+// (4H = 12), L = 2, bidirectional (S = 4), with biases: 16 params.
+#include <functional>
+#include <string>
+#include <vector>
+
 #include "lstm_bad_input_support.h"
 
 namespace lstmtest {
 namespace {
 
 using lstmop::shape_string;
-
-class BadBackward : public ::testing::Test {
- protected:
-  BadBackward() : cfg(bad_input_base_config()), p(make_problem(cfg, 950)) {}
-  LstmConfig cfg;
-  LstmProblem p;
-
-  BackwardArgs args() const { return backward_args(p); }
-  void rejected(const BackwardArgs& b, const std::string& argument,
-                const std::vector<std::string>& contains, bool values_only = false) {
-    expect_backward_rejected(b, p, argument, contains, values_only);
-  }
-};
-
-// The saved tensors of a BackwardArgs by name.
-TensorView* saved_member(BackwardArgs& b, const std::string& name) {
-  if (name == "i") return &b.i;
-  if (name == "j") return &b.j;
-  if (name == "f") return &b.f;
-  if (name == "o") return &b.o;
-  if (name == "h") return &b.h;
-  if (name == "c") return &b.c;
-  return &b.tanhc;
-}
-
-const char* const kSavedNames[] = {"i", "j", "f", "o", "h", "c", "tanhc"};
-
-TEST_F(BadBackward, TrainFalse) {
-  BackwardArgs b = args();
-  b.fwd.train = false;
-  rejected(b, "train", {"true", "false"});
-}
-
-// The outputs of a train=False forward: i..tanhc are (0,), h and c (S, B, H).
-TEST_F(BadBackward, SavedTensorsOfAnEvalForward) {
-  BackwardArgs b = args();
-  LstmProblem q = p;
-  q.cfg.train = false;
-  const ForwardResult eval = run_forward(q);
-  b.saved_owner = eval;
-  b.i = eval.i;
-  b.j = eval.j;
-  b.f = eval.f;
-  b.o = eval.o;
-  b.h = eval.h;
-  b.c = eval.c;
-  b.tanhc = eval.tanhc;
-  rejected(b, "i", {"[4, 3, 2, 3]", "[0]"});
-}
-
-TEST_F(BadBackward, MissingSavedTensor) {
-  for (const char* name : kSavedNames) {
-    SCOPED_TRACE(name);
-    BackwardArgs b = args();
-    *saved_member(b, name) = TensorView();
-    rejected(b, name, {"undefined"});
-  }
-}
-
-TEST_F(BadBackward, SavedTensorOfWrongShape) {
-  for (const char* name : kSavedNames) {
-    SCOPED_TRACE(name);
-    // The seed document's layout (T, B, D*L*H).
-    BackwardArgs b = args();
-    *saved_member(b, name) = b.fwd.own(filled(cfg.dtype, {3, 2, 12}, 0.5));
-    rejected(b, name, {"[4, 3, 2, 3]", "[3, 2, 12]"});
-    // One step short.
-    b = args();
-    *saved_member(b, name) = b.fwd.own(filled(cfg.dtype, {4, 2, 2, 3}, 0.5));
-    rejected(b, name, {"[4, 3, 2, 3]", "[4, 2, 2, 3]"});
-  }
-}
-
-TEST_F(BadBackward, SavedTensorOfWrongDtype) {
-  for (const char* name : kSavedNames) {
-    SCOPED_TRACE(name);
-    BackwardArgs b = args();
-    *saved_member(b, name) = b.fwd.own(converted(*saved_member(b, name), DType::Float64));
-    rejected(b, name, {"float32", "float64"});
-  }
-}
-
-TEST_F(BadBackward, GradOfWrongShape) {
-  BackwardArgs b = args();
-  b.grad_y = b.fwd.own(filled(cfg.dtype, {3, 2, 3}, 1.0));  // H instead of D*H
-  rejected(b, "grad_y", {"[3, 2, 6]", "[3, 2, 3]"});
-  b = args();
-  b.grad_hy = b.fwd.own(filled(cfg.dtype, {2, 2, 3}, 1.0));  // L slots instead of D*L
-  rejected(b, "grad_hy", {"[4, 2, 3]", "[2, 2, 3]"});
-  b = args();
-  b.grad_cy = b.fwd.own(filled(cfg.dtype, {4, 2, 4}, 1.0));
-  rejected(b, "grad_cy", {"[4, 2, 3]", "[4, 2, 4]"});
-  b = args();
-  b.grad_y = b.fwd.own(filled(cfg.dtype, {6, 6}, 1.0));  // packed layout, fixed-length call
-  rejected(b, "grad_y", {"[3, 2, 6]", "[6, 6]"});
-}
-
-TEST_F(BadBackward, GradTimeMajorWithBatchFirst) {
-  LstmConfig c = cfg;
-  c.batch_first = true;
-  const LstmProblem q = make_problem(c, 951);
-  BackwardArgs b = backward_args(q);
-  b.grad_y = b.fwd.own(filled(c.dtype, {3, 2, 6}, 1.0));
-  expect_backward_rejected(b, q, "grad_y", {"[2, 3, 6]", "[3, 2, 6]"});
-}
-
-TEST_F(BadBackward, GradOfWrongDtype) {
-  BackwardArgs b = args();
-  b.grad_hy = b.fwd.own(converted(b.grad_hy, DType::BFloat16));
-  rejected(b, "grad_hy", {"float32", "bfloat16"});
-  b = args();
-  b.grad_y = b.fwd.own(converted(b.grad_y, DType::Float64));
-  rejected(b, "grad_y", {"float32", "float64"});
-}
-
-// The backward validates the forward's arguments like the forward does.
-TEST_F(BadBackward, ForwardArgumentErrors) {
-  BackwardArgs b = args();
-  b.fwd.params.pop_back();
-  rejected(b, "params", {"16", "15"});
-  b = args();
-  b.fwd.hx[0] = b.fwd.own(filled(cfg.dtype, {4, 2, 4}, 0.0));
-  rejected(b, "hx[0]", {"[4, 2, 3]", "[4, 2, 4]"});
-  b = args();
-  b.fwd.dropout = 0.25;
-  rejected(b, "dropout", {"lstmop.nn.LSTM", "0.25"});
-  b = args();
-  b.fwd.num_layers = 0;
-  rejected(b, "num_layers", {"1", "0"});
-}
-
-TEST(BadBackwardPacked, BatchSizesValues) {
-  LstmConfig c = bad_input_base_config();
-  c.packed = true;
-  c.lengths = {3, 2};
-  const LstmProblem p = make_problem(c, 952);
-  BackwardArgs b = backward_args(p);
-  b.fwd.batch_sizes = b.fwd.own(from_doubles(DType::Int64, {3}, {2, 1, 2}));
-  expect_backward_rejected(b, p, "batch_sizes", {"non-increasing", "batch_sizes[2]"}, true);
-  b = backward_args(p);
-  b.grad_y = b.fwd.own(filled(c.dtype, {3, 2, 6}, 1.0));  // 3-D where output is (T*B, D*H)
-  expect_backward_rejected(b, p, "grad_y", {"[6, 6]", "[3, 2, 6]"});
-}
-
-// ---------------------------------------------------------------------------
-// _out forms: bad caller outputs
-// ---------------------------------------------------------------------------
 
 // The output view of a ForwardOutputs by name.
 TensorView& output_member(lstmop::ForwardOutputs& out, const std::string& field) {

@@ -1,0 +1,157 @@
+// Every fast path of the production drivers against the float64 reference,
+// forward and backward, at sizes that take it (each test first asserts, from
+// the call's plan, that the path is taken; src/plan/lstm_plan.h):
+// - split mode (float, one direction, 2 threads, H >= 32, B*4H*H >= 2^19,
+//   N*4H*H >= 2^22): the hidden units in two parts on two threads, H = 64
+//   (16-column halves) and H = 72 (a partial panel), fixed and variable
+//   length, two layers;
+// - the directions of a layer on two threads;
+// - the AVX-512 recurrent tile's balanced row blocks past 12 rows (B = 13..24:
+//   13 = 7 + 6, 24 = 12 + 12), fixed and variable length (steps of 24, 19, 14
+//   rows);
+// - the backward's weight gradients over more than 1024 rows: one TN product
+//   each where the kernel table says TN runs at full rate (AVX-512), else
+//   chunks of 1024 transposed rows (LSTMOP_KERNEL_ISA=avx2: the isa_avx2
+//   rerun of this suite);
+// - bfloat16's layer-0 projection on the bfloat16 GEMM (AVX512-BF16) in split
+//   mode.
+// float32 within accumulation_tolerance (lstm_test_support.h: forward depth
+// K*T*L, backward K*T*L*B), gradients included; bfloat16 within its L eps / 4
+// eps (expect_low_precision_near_reference).
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "api/checks.h"
+#include "gemm/gemm.h"
+#include "kernels/cpu_features.h"
+#include "lstm_test_support.h"
+#include "plan/lstm_plan.h"
+
+namespace lstmtest {
+namespace {
+
+using lstmop::detail::Threading;
+
+// Sets lstmop's thread count for a scope.
+class ThreadCount {
+ public:
+  explicit ThreadCount(int n) : saved_(lstmop::get_num_threads()) { lstmop::set_num_threads(n); }
+  ~ThreadCount() { lstmop::set_num_threads(saved_); }
+  ThreadCount(const ThreadCount&) = delete;
+  ThreadCount& operator=(const ThreadCount&) = delete;
+
+ private:
+  int saved_;
+};
+
+// The plans the drivers make for cfg's problem (with the current thread count).
+struct Plans {
+  lstmop::detail::ForwardPlan forward;
+  lstmop::detail::BackwardPlan backward;
+};
+
+Plans plans_of(const LstmConfig& cfg) {
+  const LstmProblem p = make_problem(cfg, 1);
+  const lstmop::detail::LstmProblem problem = lstmop::detail::check_forward_args(
+      p.input, p.hx_list(), p.param_list(), cfg.has_biases, cfg.L, 0.0, cfg.train,
+      cfg.bidirectional, cfg.batch_first, p.batch_sizes_view(), true);
+  return {lstmop::detail::plan_forward(problem), lstmop::detail::plan_backward(problem)};
+}
+
+LstmConfig float_config(int64_t T, int64_t B, int64_t I, int64_t H, int64_t L,
+                        bool bidirectional) {
+  LstmConfig c;
+  c.T = T;
+  c.B = B;
+  c.I = I;
+  c.H = H;
+  c.L = L;
+  c.bidirectional = bidirectional;
+  return c;
+}
+
+// Split mode: N*4H*H >= 2^22 needs N >= 256 valid rows for H = 64.
+TEST(FastPaths, SplitModeAgainstReference) {
+  ThreadCount two(2);
+  std::vector<LstmConfig> configs;
+  configs.push_back(float_config(8, 32, 16, 64, 2, false));
+  configs.push_back(float_config(8, 32, 16, 72, 1, false));  // halves of 32 + 40 units
+  LstmConfig packed = float_config(12, 32, 16, 64, 2, false);
+  packed.packed = true;
+  for (int64_t b = 0; b < packed.B; ++b) packed.lengths.push_back(12 - b / 8);  // 336 rows
+  configs.push_back(packed);
+  LstmConfig inference = float_config(8, 32, 16, 64, 1, false);
+  inference.train = false;
+  inference.batch_first = true;
+  configs.push_back(inference);
+  uint64_t seed = 3000;
+  for (const LstmConfig& cfg : configs) {
+    SCOPED_TRACE(cfg.name());
+    const Plans plans = plans_of(cfg);
+    ASSERT_EQ(plans.forward.threads.threading, Threading::SplitUnits);
+    ASSERT_EQ(plans.backward.threads.threading, Threading::SplitUnits);
+    expect_near_reference(cfg, seed += 10);
+  }
+}
+
+TEST(FastPaths, DirectionsInParallelAgainstReference) {
+  ThreadCount two(2);
+  LstmConfig cfg = float_config(6, 17, 9, 40, 2, true);
+  ASSERT_EQ(plans_of(cfg).forward.threads.threading, Threading::DirectionsInParallel);
+  expect_near_reference(cfg, 3100);
+  cfg.packed = true;
+  cfg.lengths = {6, 6, 6, 5, 5, 5, 5, 4, 4, 3, 3, 3, 2, 2, 1, 1, 1};
+  expect_near_reference(cfg, 3110);
+}
+
+// Steps of 13..24 rows: the AVX-512 tiles cut them into two balanced blocks
+// (13 = 7 + 6, 17 = 9 + 8, 18 = 9 + 9, 24 = 12 + 12); AVX2 into 6-row blocks
+// and a 7..9-row tail. Forward k = H, backward dh k = 4H.
+TEST(FastPaths, StepsOf13To24RowsAgainstReference) {
+  uint64_t seed = 3200;
+  for (int64_t B : {13, 17, 18, 24}) {
+    expect_near_reference(float_config(5, B, 9, 40, 1, true), seed += 10);
+  }
+  LstmConfig packed = float_config(6, 24, 9, 40, 2, false);
+  packed.packed = true;
+  for (int64_t b = 0; b < packed.B; ++b) packed.lengths.push_back(b < 14 ? 6 : b < 19 ? 4 : 2);
+  expect_near_reference(packed, seed += 10);  // steps of 24, 24, 19, 19, 14, 14 rows
+}
+
+// N = 1100 (fixed length) and 1077 (variable length) rows: on the transposed
+// path two chunks, the second partial.
+TEST(FastPaths, WeightGradientsOverMoreThan1024RowsAgainstReference) {
+  LstmConfig cfg = float_config(55, 20, 8, 16, 1, true);
+  const Plans plans = plans_of(cfg);
+  const bool tn = lstmop::kernels::kernel_choice().gemm_tn_at_full_rate;
+  std::printf("[fast paths] weight gradients: %s (%s)\n",
+              tn ? "one TN product each" : "transposed chunks of 1024 rows",
+              lstmop::kernels::describe(lstmop::kernels::kernel_choice()).c_str());
+  ASSERT_EQ(plans.backward.weight_gradients_tn, tn);
+  expect_near_reference(cfg, 3300);
+  cfg.packed = true;
+  for (int64_t b = 0; b < cfg.B; ++b) cfg.lengths.push_back(55 - (b % 3));
+  cfg.L = 2;
+  expect_near_reference(cfg, 3310);
+}
+
+// bfloat16 in split mode with layer 0's projection on the bfloat16 GEMM:
+// each half has 128 * 256 * 128 = 2^22 multiply-adds.
+TEST(FastPaths, Bfloat16ProjectionInSplitModeAgainstReference) {
+  ThreadCount two(2);
+  LstmConfig cfg = float_config(8, 32, 128, 64, 1, false);
+  cfg.dtype = DType::BFloat16;
+  const Plans plans = plans_of(cfg);
+  ASSERT_EQ(plans.forward.threads.threading, Threading::SplitUnits);
+  const bool available = lstmop::detail::bf16_gemm_available();
+  ASSERT_EQ(plans.forward.bf16_projection_candidate, available);
+  const LstmProblem p = make_problem(cfg, 3400);
+  const int64_t before = lstmop::detail::bf16_gemm_runs();
+  (void)run_forward(p);
+  EXPECT_EQ(lstmop::detail::bf16_gemm_runs() - before, available ? 2 : 0);
+  expect_low_precision_near_reference(p, 3401);
+}
+
+}  // namespace
+}  // namespace lstmtest
