@@ -27,6 +27,7 @@
 #include <type_traits>
 
 #include "common/element_access.h"
+#include "common/float_environment.h"
 #include "common/workspace.h"
 #include "driver/drivers.h"
 #include "driver/sequence_rows.h"
@@ -367,6 +368,7 @@ class ForwardDriver {
 
 void run_lstm_forward(const LstmProblem& problem, const TensorView& input, const TensorList& hx,
                       const TensorList& params, const ForwardOutputs& out) {
+  const ControlWordScope environment(call_control_word(flushes_subnormals(problem.dtype)));
   switch (problem.dtype) {
     case DType::Float32:
       ForwardDriver<float, float>(problem, input, hx, params, out).run();

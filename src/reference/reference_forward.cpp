@@ -9,6 +9,7 @@
 
 #include "lstmop/reference.h"
 #include "reference/reference_common.h"
+#include "common/float_environment.h"
 #include "common/tensor_alloc.h"
 
 namespace lstmop {
@@ -18,6 +19,8 @@ ForwardResult lstm_forward(const TensorView& input, const TensorList& hx, const 
                            bool has_biases, int64_t num_layers, double dropout, bool train,
                            bool bidirectional, bool batch_first, const TensorView& batch_sizes) {
   return lstmop::detail::translate_bad_alloc([&]() {
+    // IEEE double, subnormals included, whatever the caller's environment.
+    const lstmop::detail::ControlWordScope environment(lstmop::detail::call_control_word(false));
     using lstmop::detail::allocate;
     const lstmop::detail::LstmProblem d =
         lstmop::detail::check_forward_args(input, hx, params, has_biases, num_layers, dropout, train,
