@@ -130,6 +130,19 @@ void set_num_threads(int num_threads);
 int get_num_threads();
 
 // ---------------------------------------------------------------------------
+// Subnormal numbers
+// ---------------------------------------------------------------------------
+
+// float32 and 16-bit calls treat subnormal operands and results as zero inside
+// their computation (x86 FTZ and DAZ, set on entry and restored on exit on
+// every thread a call uses), so vanishing values cost no time; float64 keeps
+// IEEE subnormals. set_flush_denormal(false) keeps IEEE behaviour in every
+// dtype. Default: true. Applies process-wide, to calls that start after it.
+// The caller's floating-point environment is never changed.
+void set_flush_denormal(bool enabled);
+bool get_flush_denormal();
+
+// ---------------------------------------------------------------------------
 // Scratch memory
 // ---------------------------------------------------------------------------
 

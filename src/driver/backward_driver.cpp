@@ -22,6 +22,7 @@
 #include <type_traits>
 
 #include "common/element_access.h"
+#include "common/float_environment.h"
 #include "common/workspace.h"
 #include "driver/drivers.h"
 #include "driver/sequence_rows.h"
@@ -409,6 +410,7 @@ class BackwardDriver {
 void run_lstm_backward(const LstmProblem& problem, const BackwardInputs& saved,
                        const TensorView& input, const TensorList& hx, const TensorList& params,
                        const BackwardOutputs& out) {
+  const ControlWordScope environment(call_control_word(flushes_subnormals(problem.dtype)));
   switch (problem.dtype) {
     case DType::Float64:
       BackwardDriver<double>(problem, saved, input, hx, params, out).run();

@@ -3,33 +3,38 @@
 // Rows of every workspace are compact (sequence_rows.h). Per call:
 //   1. gather the input into x (N, I) in the compute type;
 //   2. per layer and direction (directions possibly on two threads):
-//      gather the slot's weights, w_ih (4H, I_l), w_hh (4H, H) (float: as
-//      stored, w_hh then packed once for the step product; double:
-//      transposed), and bias = b_ih + b_hh (4H); set the state from hx;
-//      gates (N, 4H) = x_l * w_ih^T             (two fixed row halves)
-//      per step t (forward 0..T-1, reverse T-1..0), rows n = step_batch[t]:
-//        gates[t] += h_state[:n] * w_hh^T        (recurrent_product.h)
-//        cell_pass_forward                        (activations, c/h update,
-//                                                  saved tensors, layer output)
-//      hy, cy <- state; saved tensors at positions past each sequence's end;
+//      gather the slot's weights w_ih (4H, I_l), w_hh (4H, H) and
+//      bias = b_ih + b_hh (4H); set the state from hx;
+//      float compute (float32, float16, bfloat16): pack both weights for the
+//      fused step (kernels/step_forward.h); in the projection form (small
+//      batches, lstm_plan.h) first gates (N, 4H) = x_l * w_ih^T in two fixed
+//      row halves; then per step t (forward 0..T-1, reverse T-1..0), rows
+//      n = step_batch[t], one fused step: the step's products, activations,
+//      c/h update, saved tensors and layer output, reading h from one of two
+//      (B, H) buffers and writing the other;
+//      double: gates = x_l * w_ih^T, then per step gates[t] += h * w_hh^T and
+//      the cell pass (kernels/cell_pass.h);
+//      hy, cy <- the final states; saved tensors at positions past each
+//      sequence's end;
 //   3. scatter the last layer's output into `output` (0 in invalid rows).
-// bfloat16 with AVX512-BF16: layer 0's input projection multiplies the
-// input's and w_ih's bfloat16 values directly (gemm_bf16_nt: the products are
-// exact, accumulation in float, ~2x the float GEMM's rate) when the plan makes
-// it a candidate (large enough to pay for oneDNN's primitive lookup) and both
-// operands pass bf16_operands_normal (no subnormals for the instruction to
-// flush). Deeper layers read float layer outputs and use the float GEMM.
+// bfloat16 with AVX512-BF16 in the projection form: layer 0's input product
+// multiplies the input's and w_ih's bfloat16 values directly (gemm_bf16_nt:
+// the products are exact, accumulation in float, ~2x the float GEMM's rate)
+// when the plan makes it a candidate (large enough to pay for oneDNN's
+// primitive lookup) and both operands pass bf16_operands_normal (no
+// subnormals for the instruction to flush).
 #include <algorithm>
 #include <type_traits>
 
 #include "common/element_access.h"
+#include "common/float_environment.h"
 #include "common/workspace.h"
 #include "driver/drivers.h"
 #include "driver/sequence_rows.h"
 #include "driver/threads.h"
 #include "gemm/gemm.h"
 #include "kernels/cell_pass.h"
-#include "kernels/recurrent_product.h"
+#include "kernels/step_forward.h"
 #include "plan/lstm_plan.h"
 
 namespace lstmop {
@@ -39,14 +44,14 @@ namespace {
 // Per-direction scratch.
 template <class Acc>
 struct DirectionWorkspace {
-  // float: w_ih (4H, I_l), w_hh (4H, H) as stored (the GEMMs read them
-  // transposed, no strided transposing gather); double: w_ih^T, w_hh^T.
-  Workspace<Acc> gates, w_ih, w_hh, bias, bias_tmp, h_state, c_state;
-  RecurrentProduct recurrent;  // float: w_hh^T packed for the per-step product
-  // Split mode: hx's h, read by step 0 while the parts write h_state; per
-  // part and gate block, w_hh^T's columns of the part's hidden units, packed.
-  Workspace<Acc> h_init;
-  RecurrentProduct part_recurrent[2][4];
+  // float: w_ih (4H, I_l), w_hh (4H, H) as stored (packed into `step`, and
+  // w_ih read transposed by the projection form's GEMM); double: w_ih^T,
+  // w_hh^T.
+  Workspace<Acc> gates, w_ih, w_hh, bias, bias_tmp, c_state;
+  // float: h[n % 2] is step n's input h, h[(n + 1) % 2] its output (both
+  // start as hx's h); double: h[0] is the hidden state.
+  Workspace<Acc> h[2];
+  ForwardStepWeights step;  // float: w_ih and w_hh packed for the fused step
 };
 
 template <class Acc, class Storage>
@@ -58,7 +63,6 @@ class ForwardDriver {
                 const TensorList& params, const ForwardOutputs& out)
       : p_(p), plan_(plan_forward(p)), input_(input), hx_(hx), params_(params), out_(out) {
     const ThreadPlan& t = plan_.threads;
-    const int64_t G = 4 * p.H;
     arena_.add(x0_, "the input (valid rows, input_size)", plan_.input);
     for (int64_t k = 0; k < plan_.layer_outputs; ++k) {
       arena_.add(y_[k], "a layer's output (valid rows, D*H)", plan_.layer_output);
@@ -71,26 +75,19 @@ class ForwardDriver {
                    plan_.w_ih_bits);
       }
     }
+    const int64_t max_in = std::max(p.I, p.D * p.H);
     for (int64_t k = 0; k < t.direction_workspaces; ++k) {
       DirectionWorkspace<Acc>& w = dir_[k];
-      arena_.add(w.gates, "the gates (valid rows, 4H)", plan_.gates);
+      if (plan_.gates > 0) arena_.add(w.gates, "the gates (valid rows, 4H)", plan_.gates);
       arena_.add(w.w_ih, "w_ih (4H, input_size)", plan_.w_ih);
       arena_.add(w.w_hh, "w_hh (4H, H)", plan_.w_hh);
       arena_.add(w.bias, "the bias (4H)", plan_.bias);
       arena_.add(w.bias_tmp, "the bias (4H)", plan_.bias);
-      arena_.add(w.h_state, "the hidden state (B, H)", plan_.state);
       arena_.add(w.c_state, "the cell state (B, H)", plan_.state);
+      for (Workspace<Acc>& h : w.h) arena_.add(h, "the hidden state (B, H)", plan_.state);
       if constexpr (kFloat) {
-        if (t.threading != Threading::SplitUnits) {
-          w.recurrent.allocate(arena_, p.H, G);
-        } else {
-          arena_.add(w.h_init, "the initial hidden state (B, H)", plan_.state);
-          for (int part = 0; part < 2; ++part) {
-            for (int g = 0; g < 4; ++g) {
-              w.part_recurrent[part][g].allocate(arena_, p.H, units(part));
-            }
-          }
-        }
+        // Room for the widest layer input; each slot packs its own sizes.
+        w.step.allocate(arena_, plan_.step_isa, p.H, plan_.step_concatenated ? max_in : 0, p.H);
       }
     }
     arena_.commit();
@@ -119,10 +116,6 @@ class ForwardDriver {
   }
 
  private:
-  int64_t units(int part) const {
-    return plan_.threads.units[part].end - plan_.threads.units[part].begin;
-  }
-
   // Layer 0's projection operands as bfloat16 bits (contiguous): the input's
   // valid rows and each direction's w_ih. False if either has a value the
   // bfloat16 GEMM would flush (bf16_operands_normal).
@@ -195,22 +188,24 @@ class ForwardDriver {
     }
   }
 
+  // h[0] (and for float h[1]) and c_state <- hx of slot s (zeros without hx).
   void load_state(int64_t s, DirectionWorkspace<Acc>& w) const {
     const TensorView* h0 = p_.has_hx ? &hx_[0] : nullptr;
     const TensorView* c0 = p_.has_hx ? &hx_[1] : nullptr;
-    gather_slot_rows<Acc>(p_, h0, s, 0, p_.B, w.h_state.data(), 0, p_.H);
+    gather_slot_rows<Acc>(p_, h0, s, 0, p_.B, w.h[0].data(), 0, p_.H);
     gather_slot_rows<Acc>(p_, c0, s, 0, p_.B, w.c_state.data(), 0, p_.H);
+    if constexpr (kFloat) std::copy_n(w.h[0].data(), p_.B * p_.H, w.h[1].data());
   }
 
-  // Saved positions (t, b >= step_batch[t]) get the carried state, which is
-  // the current content of the state rows b (the final state for the forward
-  // direction, hx's for the reverse one before its loop).
-  void fill_invalid(int64_t s, const DirectionWorkspace<Acc>& w) const {
+  // Saved positions (t, b >= step_batch[t]) get the carried state: rows b of
+  // h_carried and c_state (the final state for the forward direction, hx's
+  // for the reverse one before its loop).
+  void fill_invalid(int64_t s, const Acc* h_carried, const DirectionWorkspace<Acc>& w) const {
     for (int64_t t = 0; t < p_.T; ++t) {
       const int64_t first = p_.step_batch[t];
       if (first == p_.B) continue;
       const int64_t e = first * p_.H;
-      cell_pass_fill_invalid<Acc, Storage>(p_.B - first, p_.H, w.h_state.data() + e,
+      cell_pass_fill_invalid<Acc, Storage>(p_.B - first, p_.H, h_carried + e,
                                            w.c_state.data() + e, offset_rows(saved_at(s, t), e));
     }
   }
@@ -240,89 +235,96 @@ class ForwardDriver {
     }
   }
 
-  // The time loop over all hidden units: the product with the whole packed
-  // w_hh^T reading h_state, then the cell pass.
-  void time_loop(int64_t s, int64_t dir, DirectionWorkspace<Acc>& w, Acc* y) const {
+  // float: the time loop of the fused step for hidden-unit parts [p0, p1) of
+  // the plan (all units, or split mode's halves). Step n reads h[n % 2] and
+  // writes h[(n + 1) % 2], so the parts of one step never read what another
+  // part of it writes; with two threads (one part each) the barrier orders
+  // step n's writes before step n + 1's reads. Rows a step does not reach
+  // keep their value in both buffers (hx's until the reverse direction
+  // reaches them). Every element's bits are the same whatever the parts.
+  void step_loop(int64_t s, int64_t dir, int p0, int p1, PairBarrier* barrier,
+                 DirectionWorkspace<Acc>& w, const Acc* x, Acc* y) const {
+    if constexpr (kFloat) {
+      const int64_t G = 4 * p_.H, DH = p_.D * p_.H, in_size = p_.slot_input_size[s];
+      for (int64_t n = 0; n < p_.T; ++n) {
+        const int64_t t = dir == 0 ? n : p_.T - 1 - n;
+        const int64_t off = p_.step_offset[t];
+        ForwardStepArgs a;
+        a.rows = p_.step_batch[t];
+        if (plan_.step_concatenated) {
+          a.x = x + off * in_size;
+          a.ld_x = in_size;
+        } else {
+          a.gx = w.gates.data() + off * G;
+        }
+        a.h_prev = w.h[n % 2].data();
+        a.ld_h = p_.H;
+        a.bias = w.bias.data();
+        a.c_state = w.c_state.data();
+        a.h_out = y + off * DH + dir * p_.H;
+        a.ld_out = DH;
+        a.h_next = w.h[(n + 1) % 2].data();
+        const StepSaved<Storage> saved = p_.train ? saved_at(s, t) : StepSaved<Storage>{};
+        for (int part = p0; part < p1; ++part) {
+          a.u_begin = plan_.threads.units[part].begin;
+          a.u_end = plan_.threads.units[part].end;
+          step_forward<Storage>(w.step, a, p_.train ? &saved : nullptr);
+        }
+        if (barrier != nullptr) barrier->wait();
+      }
+    } else {
+      (void)s, (void)dir, (void)p0, (void)p1, (void)barrier, (void)w, (void)x, (void)y;
+    }
+  }
+
+  // double: gates[t] += h * w_hh^T, then the cell pass, per step.
+  void time_loop_double(int64_t s, int64_t dir, DirectionWorkspace<Acc>& w, Acc* y) const {
     const int64_t G = 4 * p_.H, H = p_.H, DH = p_.D * p_.H;
     for (int64_t n = 0; n < p_.T; ++n) {
       const int64_t t = dir == 0 ? n : p_.T - 1 - n;
       const int64_t rows = p_.step_batch[t];
       const int64_t off = p_.step_offset[t];
       Acc* gates = w.gates.data() + off * G;
-      // (rows, 4H) += (rows, H) * (H, 4H)
-      if constexpr (kFloat) {
-        w.recurrent.accumulate(rows, w.h_state.data(), H, gates, G);
-      } else {
-        gemm(Transpose::No, Transpose::No, rows, G, H, Acc(1), w.h_state.data(), H,
-             w.w_hh.data(), G, Acc(1), gates, G);
-      }
+      gemm(Transpose::No, Transpose::No, rows, G, H, Acc(1), w.h[0].data(), H, w.w_hh.data(), G,
+           Acc(1), gates, G);
       const StepSaved<Storage> saved = p_.train ? saved_at(s, t) : StepSaved<Storage>{};
       cell_pass_forward<Acc, Storage>(rows, H, 0, H, gates, w.bias.data(), w.c_state.data(),
-                                      w.h_state.data(), y + off * DH + dir * H, DH,
+                                      w.h[0].data(), y + off * DH + dir * H, DH,
                                       p_.train ? &saved : nullptr);
     }
   }
 
-  // Split mode's time loop (forward direction, D = 1) for parts [p0, p1):
-  // each part computes the gate columns and the cell pass of its hidden units.
-  // A step reads the previous step's h from the layer output y (h_init at
-  // step 0), never from h_state, which the parts update in place; with two
-  // threads (one part each) the barrier orders step t's writes before step
-  // t+1's reads. Every element gets the bits of time_loop: the same fma
-  // chain over k from the same C, the same cell arithmetic.
-  void split_time_loop(int64_t s, int p0, int p1, PairBarrier* barrier,
-                       DirectionWorkspace<Acc>& w, Acc* y) {
-    if constexpr (kFloat) {
-      const int64_t G = 4 * p_.H, H = p_.H, DH = p_.D * p_.H;
-      for (int64_t t = 0; t < p_.T; ++t) {
-        const int64_t rows = p_.step_batch[t];
-        const int64_t off = p_.step_offset[t];
-        const Acc* h_prev = t == 0 ? w.h_init.data() : y + p_.step_offset[t - 1] * DH;
-        const int64_t ld_prev = t == 0 ? H : DH;
-        Acc* gates = w.gates.data() + off * G;
-        const StepSaved<Storage> saved = p_.train ? saved_at(s, t) : StepSaved<Storage>{};
-        for (int part = p0; part < p1; ++part) {
-          const int64_t u0 = plan_.threads.units[part].begin, u1 = plan_.threads.units[part].end;
-          for (int g = 0; g < 4; ++g) {
-            w.part_recurrent[part][g].accumulate(rows, h_prev, ld_prev, gates + g * H + u0, G);
-          }
-          cell_pass_forward<Acc, Storage>(rows, H, u0, u1, gates, w.bias.data(),
-                                          w.c_state.data(), w.h_state.data(), y + off * DH, DH,
-                                          p_.train ? &saved : nullptr);
+  // float: packs the step's weights, projects (projection form) and runs the
+  // step loop: in split mode the two unit parts on two threads in lockstep
+  // (on this one, one after the other, when no second thread can be started).
+  void run_float_direction(int64_t s, int64_t dir, int64_t in_size, const Acc* x,
+                           DirectionWorkspace<Acc>& w, Acc* y) {
+    const bool concatenated = plan_.step_concatenated;
+    w.step.pack(w.w_ih.data(), in_size, w.w_hh.data(), p_.H, concatenated ? in_size : 0);
+    if (plan_.threads.threading == Threading::SplitUnits) {
+      const bool paired = run_pair([&](int part) {
+        if (!concatenated) {
+          project_half(part, s, in_size, x, w);
+          barrier_.wait();
         }
-        if (barrier != nullptr) barrier->wait();
-      }
-    } else {
-      (void)s, (void)p0, (void)p1, (void)barrier, (void)w, (void)y;
+        step_loop(s, dir, part, part + 1, &barrier_, w, x, y);
+      });
+      if (paired) return;
     }
+    if (!concatenated) {
+      project_half(0, s, in_size, x, w);
+      project_half(1, s, in_size, x, w);
+    }
+    step_loop(s, dir, 0, plan_.threads.parts, nullptr, w, x, y);
   }
 
-  // Split mode: packs each part's columns of w_hh^T per gate block, then runs
-  // the parts on two threads in lockstep (on this one, one after the other,
-  // when no second thread can be started).
-  void run_split_direction(int64_t s, int64_t in_size, const Acc* x, DirectionWorkspace<Acc>& w,
-                           Acc* y) {
-    if constexpr (kFloat) {
-      const int64_t H = p_.H;
-      for (int part = 0; part < 2; ++part) {
-        const int64_t u0 = plan_.threads.units[part].begin;
-        for (int g = 0; g < 4; ++g) {
-          w.part_recurrent[part][g].set_b_from_rows(w.w_hh.data() + (g * H + u0) * H, H);
-        }
-      }
-      std::copy_n(w.h_state.data(), p_.B * H, w.h_init.data());
-      const bool paired = run_pair([&](int part) {
-        project_half(part, s, in_size, x, w);
-        barrier_.wait();
-        split_time_loop(s, part, part + 1, &barrier_, w, y);
-      });
-      if (!paired) {
-        project_half(0, s, in_size, x, w);
-        project_half(1, s, in_size, x, w);
-        split_time_loop(s, 0, 2, nullptr, w, y);
-      }
-    } else {
-      (void)s, (void)in_size, (void)x, (void)w, (void)y;
+  // dst (B, H) <- each sequence's final h: the layer output at its last step
+  // (forward: len_b - 1; reverse: 0).
+  void final_hidden(int64_t dir, const Acc* y, Acc* dst) const {
+    const int64_t DH = p_.D * p_.H;
+    for (int64_t b = 0; b < p_.B; ++b) {
+      const int64_t t = dir == 0 ? p_.sequence_length(b) - 1 : 0;
+      std::copy_n(y + (p_.step_offset[t] + b) * DH + dir * p_.H, p_.H, dst + b * p_.H);
     }
   }
 
@@ -333,19 +335,18 @@ class ForwardDriver {
     const int64_t in_size = p_.slot_input_size[s];
     load_weights(s, w);
     load_state(s, w);
-    if (p_.train && dir == 1 && p_.variable_length) fill_invalid(s, w);
-
-    if (t.threading == Threading::SplitUnits) {
-      run_split_direction(s, in_size, x, w, y);
+    if (p_.train && dir == 1 && p_.variable_length) fill_invalid(s, w.h[0].data(), w);
+    if constexpr (kFloat) {
+      run_float_direction(s, dir, in_size, x, w, y);
+      final_hidden(dir, y, w.h[0].data());
     } else {
-      if constexpr (kFloat) w.recurrent.set_b_from_rows(w.w_hh.data(), p_.H);
       project_half(0, s, in_size, x, w);
       project_half(1, s, in_size, x, w);
-      time_loop(s, dir, w, y);
+      time_loop_double(s, dir, w, y);
     }
-    scatter_slot<Acc>(p_, w.h_state.data(), out_.hy, s);
+    scatter_slot<Acc>(p_, w.h[0].data(), out_.hy, s);
     scatter_slot<Acc>(p_, w.c_state.data(), out_.cy, s);
-    if (p_.train && dir == 0 && p_.variable_length) fill_invalid(s, w);
+    if (p_.train && dir == 0 && p_.variable_length) fill_invalid(s, w.h[0].data(), w);
   }
 
   const LstmProblem& p_;
@@ -367,6 +368,7 @@ class ForwardDriver {
 
 void run_lstm_forward(const LstmProblem& problem, const TensorView& input, const TensorList& hx,
                       const TensorList& params, const ForwardOutputs& out) {
+  const ControlWordScope environment(call_control_word(flushes_subnormals(problem.dtype)));
   switch (problem.dtype) {
     case DType::Float32:
       ForwardDriver<float, float>(problem, input, hx, params, out).run();

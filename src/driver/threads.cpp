@@ -1,6 +1,8 @@
 // Thread count setting and the task runner of threads.h.
 #include "driver/threads.h"
 
+#include "common/float_environment.h"
+
 #include <unistd.h>
 
 #include <algorithm>
@@ -127,7 +129,10 @@ void run_tasks(int64_t count, int64_t max_threads, const std::function<void(int6
     return;
   }
   std::vector<std::exception_ptr> errors(static_cast<std::size_t>(workers));
+  // Every worker computes in the calling thread's environment (float_environment.h).
+  const uint32_t control_word = read_control_word();
   auto work = [&](int64_t w) {
+    const ControlWordScope environment(control_word);
     try {
       for (int64_t k = w; k < count; k += workers) task(k);
     } catch (...) {
@@ -177,7 +182,12 @@ void PairBarrier::wait() {
 }
 
 bool run_pair(const std::function<void(int)>& part) {
-  const std::function<void()> second_part = [&part] { part(1); };
+  // The second part computes in the calling thread's environment (float_environment.h).
+  const uint32_t control_word = read_control_word();
+  const std::function<void()> second_part = [&part, control_word] {
+    const ControlWordScope environment(control_word);
+    part(1);
+  };
   if (Helper* h = helper(); h != nullptr && h->try_start(&second_part)) {
     part(0);
     h->wait_done();

@@ -6,71 +6,14 @@
 
 #include "kernels/cell_pass_isa.h"
 #include "kernels/isa_target.h"
+#include "kernels/simd_avx2.h"
 
 #define LSTMOP_CELL_TARGET LSTMOP_TARGET_AVX2
 
+
 namespace lstmop {
 namespace detail {
-namespace {
-
-struct Avx2 {
-  using reg = __m256;
-  using mask = __m256;  // all-ones lanes where true
-  using Tail = __m256i;
-  static constexpr int64_t kLanes = 8;
-
-  LSTMOP_CELL_TARGET static reg set1(float v) { return _mm256_set1_ps(v); }
-  LSTMOP_CELL_TARGET static reg add(reg a, reg b) { return _mm256_add_ps(a, b); }
-  LSTMOP_CELL_TARGET static reg sub(reg a, reg b) { return _mm256_sub_ps(a, b); }
-  LSTMOP_CELL_TARGET static reg mul(reg a, reg b) { return _mm256_mul_ps(a, b); }
-  LSTMOP_CELL_TARGET static reg div(reg a, reg b) { return _mm256_div_ps(a, b); }
-  LSTMOP_CELL_TARGET static reg min(reg a, reg b) { return _mm256_min_ps(a, b); }
-  LSTMOP_CELL_TARGET static reg max(reg a, reg b) { return _mm256_max_ps(a, b); }
-  LSTMOP_CELL_TARGET static reg fmadd(reg a, reg b, reg c) { return _mm256_fmadd_ps(a, b, c); }
-  LSTMOP_CELL_TARGET static reg fnmadd(reg a, reg b, reg c) { return _mm256_fnmadd_ps(a, b, c); }
-  LSTMOP_CELL_TARGET static reg round_nearest(reg x) {
-    return _mm256_round_ps(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-  }
-  // 2^n: the exponent field n + 127 (a NaN n converts to INT_MIN).
-  LSTMOP_CELL_TARGET static reg pow2i(reg n) {
-    return _mm256_castsi256_ps(_mm256_slli_epi32(
-        _mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23));
-  }
-  LSTMOP_CELL_TARGET static reg abs(reg x) { return _mm256_andnot_ps(_mm256_set1_ps(-0.0f), x); }
-  LSTMOP_CELL_TARGET static reg with_sign_of(reg t, reg x) {
-    return _mm256_or_ps(t, _mm256_and_ps(_mm256_set1_ps(-0.0f), x));
-  }
-  LSTMOP_CELL_TARGET static mask less(reg a, reg b) { return _mm256_cmp_ps(a, b, _CMP_LT_OQ); }
-  LSTMOP_CELL_TARGET static reg zero_where(mask m, reg v) { return _mm256_andnot_ps(m, v); }
-  LSTMOP_CELL_TARGET static reg select(mask m, reg a, reg b) { return _mm256_blendv_ps(a, b, m); }
-
-  LSTMOP_CELL_TARGET static Tail tail(int64_t count) {
-    const int n = count >= kLanes ? static_cast<int>(kLanes) : static_cast<int>(count);
-    return _mm256_cmpgt_epi32(_mm256_set1_epi32(n), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
-  }
-  LSTMOP_CELL_TARGET static reg loadu(const float* p) { return _mm256_loadu_ps(p); }
-  LSTMOP_CELL_TARGET static void storeu(float* p, reg v) { _mm256_storeu_ps(p, v); }
-  LSTMOP_CELL_TARGET static reg load_tail(Tail m, const float* p) { return _mm256_maskload_ps(p, m); }
-  LSTMOP_CELL_TARGET static void store_tail(Tail m, float* p, reg v) { _mm256_maskstore_ps(p, m, v); }
-
-  LSTMOP_CELL_TARGET static void store_bfloat16(uint16_t* p, reg v) {
-    const __m256i x = _mm256_castps_si256(v);
-    const __m256i upper = _mm256_srli_epi32(x, 16);
-    const __m256i rounding =
-        _mm256_add_epi32(_mm256_set1_epi32(0x7fff), _mm256_and_si256(upper, _mm256_set1_epi32(1)));
-    const __m256i rounded = _mm256_srli_epi32(_mm256_add_epi32(x, rounding), 16);
-    const __m256i quiet_nan = _mm256_or_si256(upper, _mm256_set1_epi32(0x0040));
-    const __m256i is_nan = _mm256_castps_si256(_mm256_cmp_ps(v, v, _CMP_UNORD_Q));
-    const __m256i bits = _mm256_blendv_epi8(rounded, quiet_nan, is_nan);
-    // 32-bit lanes (all <= 0xffff) to 16 bits: pack within 128-bit halves, then
-    // gather the two useful quarters.
-    const __m256i packed = _mm256_packus_epi32(bits, bits);
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(p),
-                     _mm256_castsi256_si128(_mm256_permute4x64_epi64(packed, 0x08)));
-  }
-};
-
-}  // namespace
+using simd::Avx2;
 }  // namespace detail
 }  // namespace lstmop
 

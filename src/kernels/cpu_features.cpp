@@ -19,7 +19,8 @@ const CpuFeatures& cpu_features() {
   static const CpuFeatures features = [] {
     __builtin_cpu_init();
     CpuFeatures f;
-    f.avx2_fma = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+    f.avx2_fma = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
+                 __builtin_cpu_supports("f16c");
     f.avx512 = f.avx2_fma && __builtin_cpu_supports("avx512f") &&
                __builtin_cpu_supports("avx512bw");
     f.avx512_bf16 = f.avx512 && __builtin_cpu_supports("avx512bf16");
@@ -71,6 +72,7 @@ const KernelChoice& kernel_choice() {
     }
     c.recurrent_product = c.cap;
     c.cell_forward = c.cap;
+    c.step_forward = c.cap;
     c.cell_backward = lower(c.cap, Isa::Avx2);
     c.transpose = lower(c.cap, Isa::Avx2);
     c.bf16_gemm = c.cap == Isa::Avx512 && cpu_features().avx512_bf16;
@@ -83,6 +85,7 @@ const KernelChoice& kernel_choice() {
 std::string describe(const KernelChoice& c) {
   return std::string("cap ") + isa_name(c.cap) + ": recurrent product " +
          isa_name(c.recurrent_product) + ", cell forward " + isa_name(c.cell_forward) +
+         ", forward step " + isa_name(c.step_forward) +
          ", cell backward " + isa_name(c.cell_backward) + ", transpose " +
          isa_name(c.transpose) + ", bf16 GEMM " + (c.bf16_gemm ? "yes" : "no") +
          ", TN weight gradients " + (c.gemm_tn_at_full_rate ? "yes" : "no");

@@ -31,6 +31,8 @@ struct KernelChoice {
   Isa cap = Isa::Scalar;  // the highest supported ISA, capped by LSTMOP_KERNEL_ISA
   Isa recurrent_product = Isa::Scalar;
   Isa cell_forward = Isa::Scalar;
+  // The fused forward step (step_forward.h) of the float compute type.
+  Isa step_forward = Isa::Scalar;
   // At most Avx2: an AVX-512 body of this memory-bound pass measured no
   // faster on a Zen 4 core (0.75-1.1x).
   Isa cell_backward = Isa::Scalar;

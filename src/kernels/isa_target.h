@@ -6,5 +6,5 @@
 // ISA, and the linker may keep that copy for callers on any CPU.)
 #pragma once
 
-#define LSTMOP_TARGET_AVX2 __attribute__((target("avx2,fma")))
-#define LSTMOP_TARGET_AVX512 __attribute__((target("avx512f,avx512bw,avx2,fma")))
+#define LSTMOP_TARGET_AVX2 __attribute__((target("avx2,fma,f16c")))
+#define LSTMOP_TARGET_AVX512 __attribute__((target("avx512f,avx512bw,avx2,fma,f16c")))

@@ -62,7 +62,11 @@ ForwardPlan plan_forward(const LstmProblem& p) {
   plan.threads = plan_threads(p);
   const int64_t N = p.valid_rows(), G = 4 * p.H, DH = p.D * p.H;
   const int64_t max_in = std::max(p.I, DH);
-  if (p.dtype == DType::BFloat16) {
+  const bool float_compute = p.dtype != DType::Float64;
+  plan.step_concatenated = float_compute && p.B >= kConcatenatedMinBatch;
+  plan.step_isa = kernels::kernel_choice().step_forward;
+  // The concatenated form has no separate input product to serve.
+  if (p.dtype == DType::BFloat16 && !plan.step_concatenated) {
     const double half_macs = static_cast<double>(plan.threads.row_halves[0].count) * G * p.I;
     plan.bf16_projection_candidate = half_macs >= kBf16ProjectionMinMacs && bf16_gemm_available();
   }
@@ -73,7 +77,7 @@ ForwardPlan plan_forward(const LstmProblem& p) {
     plan.input_bits = N * p.I;
     plan.w_ih_bits = G * p.I;
   }
-  plan.gates = N * G;
+  plan.gates = plan.step_concatenated ? 0 : N * G;
   plan.w_ih = max_in * G;
   plan.w_hh = p.H * G;
   plan.bias = G;

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 
+#include "kernels/cpu_features.h"
 #include "plan/lstm_problem.h"
 
 namespace lstmop {
@@ -68,8 +69,20 @@ struct ThreadPlan {
 // faster product saves.
 constexpr double kBf16ProjectionMinMacs = 4194304.0;  // 2^22
 
+// The fused forward step's concatenated form (step_forward.h: the input's
+// product inside each step's chains, no gates buffer) from this batch on: a
+// step's product then keeps the FMA units busy while w_ih and w_hh stream
+// from L2 (Zen 4: B = 8, H = 128 1.15x, B = 32, H = 256 1.10x the projection
+// form); below, streaming w_ih every step costs more than the one large
+// input product (B = 1: 0.85x).
+constexpr int64_t kConcatenatedMinBatch = 4;
+
 struct ForwardPlan {
   ThreadPlan threads;
+  // float compute: the fused step's form (concatenated, or projection form
+  // after one input product per direction); the ISA of its body.
+  bool step_concatenated = false;
+  kernels::Isa step_isa = kernels::Isa::Scalar;
   // bfloat16, the bfloat16 GEMM available and layer 0's projection halves
   // large enough: the driver gathers the bfloat16 operands and uses
   // gemm_bf16_nt when they pass bf16_operands_normal.
@@ -81,11 +94,11 @@ struct ForwardPlan {
   int64_t input_bits = 0;     // bfloat16 candidate: the input's bits (N, I)
   int64_t w_ih_bits = 0;      // ... and each direction's layer-0 w_ih bits (4H, I)
   // Per direction workspace:
-  int64_t gates = 0;          // (N, 4H)
+  int64_t gates = 0;          // (N, 4H); 0 in the concatenated form
   int64_t w_ih = 0;           // (4H, max(I, D*H))
   int64_t w_hh = 0;           // (4H, H)
   int64_t bias = 0;           // (4H)
-  int64_t state = 0;          // h, c and split mode's initial h (B, H)
+  int64_t state = 0;          // c, and h twice: the step's input and output (B, H)
 };
 
 // Rows of d_gates per weight-gradient product on the transposed path: bounds

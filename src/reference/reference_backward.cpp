@@ -6,6 +6,7 @@
 
 #include "lstmop/reference.h"
 #include "reference/reference_common.h"
+#include "common/float_environment.h"
 #include "common/tensor_alloc.h"
 
 namespace lstmop {
@@ -19,6 +20,8 @@ BackwardResult lstm_backward(const TensorView& grad_y, const TensorView& grad_hy
                              bool has_biases, int64_t num_layers, double dropout, bool train,
                              bool bidirectional, bool batch_first, const TensorView& batch_sizes) {
   return lstmop::detail::translate_bad_alloc([&]() {
+    // IEEE double, subnormals included, whatever the caller's environment.
+    const lstmop::detail::ControlWordScope environment(lstmop::detail::call_control_word(false));
     using lstmop::detail::allocate;
     const lstmop::detail::BackwardInputs saved{&grad_y, &grad_hy, &grad_cy, &i, &j,
                                                &f,      &o,       &h,       &c, &tanhc};

@@ -15,6 +15,32 @@ namespace detail {
 
 inline double sigmoid(double x) { return 1.0 / (1.0 + std::exp(-x)); }
 
+// The contract's 16-bit model (CONTRACT.md, "The 16-bit dtypes"): products
+// take their operands as 16-bit values, so h is rounded to the dtype as the
+// call stores it (the value of `output` and of the saved h, and the operand
+// of the next step's and the next layer's products); c is carried from step
+// to step in float32. Every other quantity stays in double. float32 and
+// float64 keep h and c in double.
+class PrecisionModel {
+ public:
+  explicit PrecisionModel(DType dtype) : dtype_(dtype) {}
+  double stored_hidden(double h) const {
+    switch (dtype_) {
+      case DType::Float16: return static_cast<double>(static_cast<float>(Half(static_cast<float>(h))));
+      case DType::BFloat16:
+        return static_cast<double>(static_cast<float>(BFloat16(static_cast<float>(h))));
+      default: return h;
+    }
+  }
+  double carried_cell(double c) const {
+    const bool sixteen_bit = dtype_ == DType::Float16 || dtype_ == DType::BFloat16;
+    return sixteen_bit ? static_cast<double>(static_cast<float>(c)) : c;
+  }
+
+ private:
+  DType dtype_;
+};
+
 // One slot's parameters widened to double, row-major.
 struct SlotWeights {
   std::vector<double> w_ih;  // (4H, I_l)

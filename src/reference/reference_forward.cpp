@@ -1,11 +1,15 @@
 // The reference forward: the contract's cell as plain loops in double, every
-// sequence of the batch run on its own with its own length.
+// sequence of the batch run on its own with its own length. For float16 and
+// bfloat16 it states the contract's 16-bit model (detail::PrecisionModel): h
+// is rounded to the dtype as the call stores it, and that value is what the
+// next step and the next layer multiply; c is carried in float32.
 #include <algorithm>
 #include <cmath>
 #include <vector>
 
 #include "lstmop/reference.h"
 #include "reference/reference_common.h"
+#include "common/float_environment.h"
 #include "common/tensor_alloc.h"
 
 namespace lstmop {
@@ -15,6 +19,8 @@ ForwardResult lstm_forward(const TensorView& input, const TensorList& hx, const 
                            bool has_biases, int64_t num_layers, double dropout, bool train,
                            bool bidirectional, bool batch_first, const TensorView& batch_sizes) {
   return lstmop::detail::translate_bad_alloc([&]() {
+    // IEEE double, subnormals included, whatever the caller's environment.
+    const lstmop::detail::ControlWordScope environment(lstmop::detail::call_control_word(false));
     using lstmop::detail::allocate;
     const lstmop::detail::LstmProblem d =
         lstmop::detail::check_forward_args(input, hx, params, has_biases, num_layers, dropout, train,
@@ -52,6 +58,7 @@ ForwardResult lstm_forward(const TensorView& input, const TensorList& hx, const 
       }
     }
 
+    const detail::PrecisionModel model(d.dtype);
     std::vector<double> h(H), c(H), h0(H), c0(H), a(4 * H);
     for (int64_t l = 0; l < d.L; ++l) {
       std::vector<double> layer_out(static_cast<std::size_t>(T * B * D * H), 0.0);
@@ -81,9 +88,9 @@ ForwardResult lstm_forward(const TensorView& input, const TensorList& hx, const 
               const double gf = detail::sigmoid(a[H + k]);
               const double gj = std::tanh(a[2 * H + k]);
               const double go = detail::sigmoid(a[3 * H + k]);
-              c[k] = gf * c[k] + gi * gj;
+              c[k] = model.carried_cell(gf * c[k] + gi * gj);
               const double tc = std::tanh(c[k]);
-              h[k] = go * tc;
+              h[k] = model.stored_hidden(go * tc);
               if (train) {
                 saved(r.i, s, t, b)[k] = gi;
                 saved(r.j, s, t, b)[k] = gj;

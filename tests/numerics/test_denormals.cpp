@@ -1,5 +1,9 @@
-// Denormal (subnormal) data does not slow the kernels down, and gives the
-// reference's results.
+// Subnormal numbers (CONTRACT.md, "Subnormal numbers"): float32 and 16-bit
+// calls treat subnormal operands and results as zero (FTZ + DAZ on every
+// thread of the call), so subnormal data costs no time; float64 and every call
+// after set_flush_denormal(false) keep IEEE subnormals; the caller's MXCSR is
+// the same after a call, also after an error, and lstmop's results do not
+// depend on it.
 //
 // The slow inputs: input, h0, c0 and the incoming gradients scaled into the
 // subnormal range of the compute type (float32: 1e-39 and below, float64:
@@ -14,7 +18,11 @@
 // 1 instead), interleaved, each the minimum of 9 runs; the ratio must stay
 // below 3. A calibration loop (a scalar multiply-add chain on subnormals vs
 // normals) is printed to show whether this machine penalises subnormals at all.
+#include <xmmintrin.h>
+
 #include <chrono>
+#include <cstdint>
+#include <string>
 #include <cmath>
 #include <cstdio>
 #include <functional>
@@ -158,8 +166,139 @@ TEST_P(Denormals, NoSlowdownAndReferenceResults) {
   std::printf("[ denormals ] %s: normal %.3f ms, subnormal %.3f ms, ratio %.2f "
               "(scalar subnormal/normal chain on this machine: %.1fx)\n",
               lstmop::dtype_name(c.dtype), t_normal * 1e3, t_sub * 1e3, ratio, chain_ratio);
-  EXPECT_LT(ratio, 3.0) << "subnormal data makes forward + backward " << ratio
-                        << "x slower than normal data";
+  if (k.dtype == DType::Float64) {
+    // IEEE subnormals by contract: a core that takes assists on them is slow here.
+    std::printf("[ denormals ] float64 keeps IEEE subnormals: no timing bound\n");
+  } else {
+    EXPECT_LT(ratio, 3.0) << "subnormal data makes forward + backward " << ratio
+                          << "x slower than normal data";
+  }
+}
+
+// Flushing: with FTZ + DAZ the subnormal problem computes exactly what the
+// all-zero problem does (every product of a zero operand is 0, every
+// subnormal result 0), on one thread and on two (directions in parallel,
+// row halves on the helper thread); the IEEE cases do not, and stay near the
+// reference.
+LstmProblem zeroed(const LstmProblem& p) {
+  LstmProblem z = p;
+  z.input = scaled(p.input, 0.0);
+  for (Tensor& t : z.hx) t = scaled(t, 0.0);
+  return z;
+}
+LstmGrads zeroed(const LstmGrads& g) {
+  return {scaled(g.grad_y, 0.0), scaled(g.grad_hy, 0.0), scaled(g.grad_cy, 0.0)};
+}
+
+bool same_bits(const NamedViews& a, const NamedViews& b) {
+  for (std::size_t n = 0; n < a.size(); ++n) {
+    if (to_bytes(a[n].second) != to_bytes(b[n].second)) return false;
+  }
+  return true;
+}
+
+class Flush : public ::testing::TestWithParam<Case> {};
+
+TEST_P(Flush, SubnormalDataComputesAsZeroUnlessIeee) {
+  const Case k = GetParam();
+  LstmConfig c;
+  c.dtype = k.dtype;
+  c.T = 5, c.B = 6, c.I = 10, c.H = 20, c.L = 2;
+  c.bidirectional = true;
+  c.has_biases = false;
+  SCOPED_TRACE(c.name());
+  const Scaled sub = scaled_problem(c, k.subnormal_scale);
+  const LstmProblem zero = zeroed(sub.p);
+  const LstmGrads zero_g = zeroed(sub.g);
+  const int saved_threads = lstmop::get_num_threads();
+  for (bool flush : {true, false}) {
+    lstmop::set_flush_denormal(flush);
+    EXPECT_EQ(lstmop::get_flush_denormal(), flush);
+    const bool ieee = !flush || k.dtype == DType::Float64;
+    // Two threads give one thread's bits: the helper thread computes in the
+    // call's environment whatever its own (it may have been started by a
+    // flushing call, or not).
+    ForwardResult f1;
+    BackwardResult b1;
+    for (int threads : {1, 2}) {
+      lstmop::set_num_threads(threads);
+      SCOPED_TRACE("flush setting " + std::to_string(flush) + ", threads " + std::to_string(threads));
+      const ForwardResult f = run_forward(sub.p), fz = run_forward(zero);
+      const BackwardResult b = run_backward(sub.p, sub.g, f), bz = run_backward(zero, zero_g, fz);
+      const bool forward_as_zero = same_bits(forward_outputs(f), forward_outputs(fz));
+      const bool backward_as_zero = same_bits(backward_outputs(b), backward_outputs(bz));
+      EXPECT_EQ(forward_as_zero, !ieee);
+      EXPECT_EQ(backward_as_zero, !ieee);
+      if (threads == 1) {
+        f1 = f;
+        b1 = b;
+      } else {
+        EXPECT_TRUE(same_bits(forward_outputs(f), forward_outputs(f1)));
+        EXPECT_TRUE(same_bits(backward_outputs(b), backward_outputs(b1)));
+      }
+      if (ieee && k.dtype != DType::BFloat16) {
+        // IEEE: the subnormal results of the reference survive (bfloat16's
+        // outputs round every subnormal h, c to a bfloat16 subnormal too).
+        EXPECT_GT(subnormal_fraction(f.cy.view()), 0.5);
+      }
+    }
+  }
+  lstmop::set_flush_denormal(true);
+  lstmop::set_num_threads(saved_threads);
+}
+
+INSTANTIATE_TEST_SUITE_P(Dtypes, Flush,
+                         // float16 has no value in float32's subnormal range (its own
+                         // subnormals widen to normal floats).
+                         ::testing::Values(Case{DType::Float32, 1e-39}, Case{DType::BFloat16, 1e-39},
+                                           Case{DType::Float64, 1e-310}),
+                         [](const ::testing::TestParamInfo<Case>& info) {
+                           return std::string(lstmop::dtype_name(info.param.dtype));
+                         });
+
+// The caller's MXCSR (here: round toward zero, no FTZ/DAZ, a status flag
+// set) is the same after float32 and float64 calls, forward and backward, one
+// and two threads, and after a call that fails validation; the results are
+// those of a caller with the default MXCSR, bit for bit.
+TEST(FloatEnvironment, CallerControlWordUnchangedAndIrrelevant) {
+  LstmConfig c;
+  c.T = 4, c.B = 5, c.I = 7, c.H = 18, c.L = 1;
+  c.bidirectional = true;
+  const uint32_t default_word = _mm_getcsr();
+  const uint32_t caller_word = (default_word & ~0x8040u & ~0x6000u) | 0x6000u | 0x0020u;
+  const int saved_threads = lstmop::get_num_threads();
+  for (DType dtype : {DType::Float32, DType::Float64, DType::BFloat16}) {
+    c.dtype = dtype;
+    SCOPED_TRACE(c.name());
+    const LstmProblem p = make_problem(c, 1900);
+    const LstmGrads g = make_grads(p, 1901);
+    for (int threads : {1, 2}) {
+      lstmop::set_num_threads(threads);
+      const ForwardResult f_default = run_forward(p);
+      const BackwardResult b_default = run_backward(p, g, f_default);
+      _mm_setcsr(caller_word);
+      const ForwardResult f = run_forward(p);
+      const uint32_t after_forward = _mm_getcsr();
+      const BackwardResult b = run_backward(p, g, f);
+      const uint32_t after_backward = _mm_getcsr();
+      bool threw = false;
+      try {
+        (void)lstmop::lstm_forward(p.input, p.hx_list(), p.param_list(), c.has_biases, 0, 0.0,
+                                   c.train, c.bidirectional);
+      } catch (const lstmop::Error&) {
+        threw = true;
+      }
+      const uint32_t after_error = _mm_getcsr();
+      _mm_setcsr(default_word);
+      EXPECT_TRUE(threw);
+      EXPECT_EQ(after_forward, caller_word);
+      EXPECT_EQ(after_backward, caller_word);
+      EXPECT_EQ(after_error, caller_word);
+      EXPECT_TRUE(same_bits(forward_outputs(f), forward_outputs(f_default)));
+      EXPECT_TRUE(same_bits(backward_outputs(b), backward_outputs(b_default)));
+    }
+  }
+  lstmop::set_num_threads(saved_threads);
 }
 
 INSTANTIATE_TEST_SUITE_P(Dtypes, Denormals,

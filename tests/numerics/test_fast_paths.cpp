@@ -13,8 +13,12 @@
 //   each where the kernel table says TN runs at full rate (AVX-512), else
 //   chunks of 1024 transposed rows (LSTMOP_KERNEL_ISA=avx2: the isa_avx2
 //   rerun of this suite);
+// - the fused forward step (kernels/step_forward.h) in both forms: the
+//   concatenated one (B >= kConcatenatedMinBatch) and the projection one,
+//   with partial unit groups (H not a multiple of 16), variable length
+//   (steps growing in the reverse direction), split mode's unit halves;
 // - bfloat16's layer-0 projection on the bfloat16 GEMM (AVX512-BF16) in split
-//   mode.
+//   mode (projection form: a batch below kConcatenatedMinBatch).
 // float32 within accumulation_tolerance (lstm_test_support.h: forward depth
 // K*T*L, backward K*T*L*B), gradients included; bfloat16 within its L eps / 4
 // eps (expect_low_precision_near_reference).
@@ -136,11 +140,40 @@ TEST(FastPaths, WeightGradientsOverMoreThan1024RowsAgainstReference) {
   expect_near_reference(cfg, 3310);
 }
 
-// bfloat16 in split mode with layer 0's projection on the bfloat16 GEMM:
-// each half has 128 * 256 * 128 = 2^22 multiply-adds.
+// The fused step's two forms, each where the plan takes it, on one and two
+// threads (split mode for the one-direction problems).
+TEST(FastPaths, FusedStepFormsAgainstReference) {
+  using lstmop::detail::kConcatenatedMinBatch;
+  uint64_t seed = 3500;
+  for (int threads : {1, 2}) {
+    ThreadCount count(threads);
+    for (int64_t B : {kConcatenatedMinBatch - 1, kConcatenatedMinBatch}) {
+      // H = 40: two and a half 16-unit groups; I = 9.
+      LstmConfig bidir = float_config(7, B, 9, 40, 2, true);
+      SCOPED_TRACE(bidir.name());
+      ASSERT_EQ(plans_of(bidir).forward.step_concatenated, B >= kConcatenatedMinBatch);
+      expect_near_reference(bidir, seed += 10);
+      bidir.packed = true;
+      for (int64_t b = 0; b < B; ++b) bidir.lengths.push_back(7 - 2 * b);
+      expect_near_reference(bidir, seed += 10);
+      // One direction large enough for split mode on two threads: B*4H*H >= 2^19.
+      LstmConfig split = float_config(64 / B + 2, B, 24, 216, 1, false);
+      SCOPED_TRACE(split.name());
+      const Plans plans = plans_of(split);
+      ASSERT_EQ(plans.forward.step_concatenated, B >= kConcatenatedMinBatch);
+      ASSERT_EQ(plans.forward.threads.threading,
+                threads == 2 ? Threading::SplitUnits : Threading::Serial);
+      expect_near_reference(split, seed += 10);
+    }
+  }
+}
+
+// bfloat16 in split mode with layer 0's projection on the bfloat16 GEMM (the
+// projection form: B = 2 < kConcatenatedMinBatch; split mode: B*4H*H = 2^19):
+// each half has 32 * 1024 * 128 = 2^22 multiply-adds.
 TEST(FastPaths, Bfloat16ProjectionInSplitModeAgainstReference) {
   ThreadCount two(2);
-  LstmConfig cfg = float_config(8, 32, 128, 64, 1, false);
+  LstmConfig cfg = float_config(32, 2, 128, 256, 1, false);
   cfg.dtype = DType::BFloat16;
   const Plans plans = plans_of(cfg);
   ASSERT_EQ(plans.forward.threads.threading, Threading::SplitUnits);

@@ -1,0 +1,83 @@
+// The fused forward step (step_forward.h): packing and the dispatch to the
+// body the weights were packed for.
+#include "kernels/step_forward.h"
+
+#include <algorithm>
+
+#include "lstmop/tensor.h"
+
+#include "kernels/step_forward_isa.h"
+
+namespace lstmop {
+namespace detail {
+namespace {
+
+int64_t width_of(kernels::Isa isa) {
+  switch (isa) {
+    case kernels::Isa::Avx512: return kStepWidthAvx512;
+    case kernels::Isa::Avx2: return kStepWidthAvx2;
+    case kernels::Isa::Scalar: break;
+  }
+  return kStepWidthGeneric;
+}
+
+}  // namespace
+
+void ForwardStepWeights::allocate(WorkspaceArena& arena, kernels::Isa isa, int64_t H,
+                                  int64_t max_k_input, int64_t k_hidden) {
+  isa_ = isa;
+  H_ = H;
+  k_input_ = max_k_input;
+  k_hidden_ = k_hidden;
+  width_ = width_of(isa);
+  const int64_t groups = (H + width_ - 1) / width_;
+  arena.add(packed_, "the packed step weights (4H, input_size + hidden)",
+            groups * 4 * (max_k_input + k_hidden) * width_);
+}
+
+void ForwardStepWeights::pack(const float* w_ih, int64_t ld_ih, const float* w_hh,
+                              int64_t ld_hh, int64_t k_input) {
+  k_input_ = k_input;
+  const int64_t W = width_, K = k_input_ + k_hidden_;
+  const int64_t groups = (H_ + W - 1) / W;
+  float* out = packed_.data();
+  for (int64_t g = 0; g < groups; ++g) {
+    for (int64_t q = 0; q < 4; ++q) {
+      float* panel = out + (g * 4 + q) * K * W;
+      for (int64_t lane = 0; lane < W; ++lane) {
+        const int64_t unit = g * W + lane;
+        if (unit >= H_) {
+          for (int64_t k = 0; k < K; ++k) panel[k * W + lane] = 0.0f;
+          continue;
+        }
+        // Row q*H + unit of w_ih, then of w_hh: one column of the panel.
+        const float* row_ih = w_ih + (q * H_ + unit) * ld_ih;
+        const float* row_hh = w_hh + (q * H_ + unit) * ld_hh;
+        for (int64_t k = 0; k < k_input_; ++k) panel[k * W + lane] = row_ih[k];
+        for (int64_t k = 0; k < k_hidden_; ++k) panel[(k_input_ + k) * W + lane] = row_hh[k];
+      }
+    }
+  }
+}
+
+template <class Storage>
+void step_forward(const ForwardStepWeights& w, const ForwardStepArgs& args,
+                  const StepSaved<Storage>* saved) {
+  if (args.rows <= 0 || args.u_begin >= args.u_end) return;
+  switch (w.isa()) {
+    case kernels::Isa::Avx512: step_forward_avx512<Storage>(w, args, saved); return;
+    case kernels::Isa::Avx2: step_forward_avx2<Storage>(w, args, saved); return;
+    case kernels::Isa::Scalar: break;
+  }
+  step_forward_generic<Storage>(w, args, saved);
+}
+
+template void step_forward<float>(const ForwardStepWeights&, const ForwardStepArgs&,
+                                  const StepSaved<float>*);
+template void step_forward<Half>(const ForwardStepWeights&, const ForwardStepArgs&,
+                                 const StepSaved<Half>*);
+template void step_forward<BFloat16>(const ForwardStepWeights&, const ForwardStepArgs&,
+                                     const StepSaved<BFloat16>*);
+
+}  // namespace detail
+}  // namespace lstmop

@@ -1,0 +1,94 @@
+// Internal: the fused forward step, one time step of one layer direction in a
+// single pass over register tiles: the step's products and the cell's
+// element-wise work while the gate pre-activations are still in registers.
+// Nothing is written between the product and the cell (no gates buffer).
+//
+// For rows r < rows (the step's sequences) and the hidden units
+// [u_begin, u_end), with gate blocks i, f, g, o of 4H (PyTorch order):
+//
+//   projection form (gx given: the input projection x w_ih^T of every step,
+//   computed before the time loop as one large product):
+//     acc = gx[r]  then  acc = fma(h_prev[r, k], w_hh[., k], acc), k = 0..K1-1
+//     a = acc + bias
+//   concatenated form (gx null: the input enters the same chains):
+//     acc = bias   then  fma over x[r, k], k = 0..K0-1 (w_ih), then over
+//     h_prev[r, k], k = 0..K1-1 (w_hh)
+//     a = acc
+//   i, f, o = sigmoid(a_i, a_f, a_o); j = tanh(a_g)
+//   c_state[r, u] = f * c_state[r, u] + i * j;  m = o * tanh(c_state[r, u])
+//   h = m, rounded to Storage when that is float16 or bfloat16 (the 16-bit rule:
+//   the next product multiplies h as the call stores it)
+//   h_out[r * ld_out + u] = h;  h_next[r * H + u] = h (when given)
+//   saved (when given): i, j, f, o, c, tanhc = tanh(c), h of the step in Storage.
+//
+// Every pre-activation element is one fma chain in the order above, and the
+// cell's arithmetic is cell_pass_simd.h's, whatever the ISA body (AVX-512 or
+// AVX2: the same bits), the tile, the rows of the step or the unit range. The
+// projection form gives exactly the bits of RecurrentProduct::accumulate
+// followed by cell_pass_forward. The generic body computes the same chains
+// with the generic cell arithmetic (std::exp / std::tanh; other bits).
+//
+// Which form a call uses is the plan's choice, fixed by the problem's sizes
+// (lstm_plan.h), so results never depend on the thread count.
+#pragma once
+
+#include <cstdint>
+
+#include "common/workspace.h"
+#include "lstmop/tensor.h"
+#include "kernels/cell_pass.h"
+#include "kernels/cpu_features.h"
+
+namespace lstmop {
+namespace detail {
+
+// w_ih (4H, K0) and w_hh (4H, K1) packed once per call for the body of `isa`:
+// for every group of W hidden units (W = 16 for AVX-512, 8 for AVX2, 16 for
+// the generic body) four panels, one per gate, each K0 + K1 rows of W floats
+// (the w_ih columns, then the w_hh ones); lanes past H are zero.
+class ForwardStepWeights {
+ public:
+  // Declares the packed buffer in the call's arena (before it commits), for
+  // w_ih of up to max_k_input columns (0 for the projection form).
+  void allocate(WorkspaceArena& arena, kernels::Isa isa, int64_t H, int64_t max_k_input,
+                int64_t k_hidden);
+  // Packs w_ih (4H, k_input) with row stride ld_ih (unread when k_input == 0;
+  // k_input <= max_k_input) and w_hh (4H, k_hidden) with row stride ld_hh.
+  void pack(const float* w_ih, int64_t ld_ih, const float* w_hh, int64_t ld_hh, int64_t k_input);
+
+  kernels::Isa isa() const { return isa_; }
+  int64_t hidden() const { return H_; }
+  int64_t k_input() const { return k_input_; }
+  int64_t k_hidden() const { return k_hidden_; }
+  int64_t unit_width() const { return width_; }
+  const float* data() const { return packed_.data(); }
+
+ private:
+  kernels::Isa isa_ = kernels::Isa::Scalar;
+  int64_t H_ = 0, k_input_ = 0, k_hidden_ = 0, width_ = 16;
+  Workspace<float> packed_;
+};
+
+struct ForwardStepArgs {
+  int64_t rows = 0;
+  int64_t u_begin = 0, u_end = 0;  // u_begin a multiple of 16
+  const float* x = nullptr;        // (rows, K0) row stride ld_x; concatenated form only
+  int64_t ld_x = 0;
+  const float* h_prev = nullptr;   // (rows, K1) row stride ld_h
+  int64_t ld_h = 0;
+  const float* gx = nullptr;       // (rows, 4H) row stride 4H: projection form
+  const float* bias = nullptr;     // (4H)
+  float* c_state = nullptr;        // (rows, H) row stride H, updated in place
+  float* h_out = nullptr;          // (rows, .) row stride ld_out
+  int64_t ld_out = 0;
+  float* h_next = nullptr;         // (rows, H) row stride H, or null
+};
+
+// One step (see the top of this file) with the body w.isa(). Storage: float,
+// Half or BFloat16; saved may be null.
+template <class Storage>
+void step_forward(const ForwardStepWeights& w, const ForwardStepArgs& args,
+                  const StepSaved<Storage>* saved);
+
+}  // namespace detail
+}  // namespace lstmop
