@@ -25,11 +25,13 @@ using TensorList = std::vector<TensorView>;
 // Forward
 // ---------------------------------------------------------------------------
 
-// The 10 forward results, in the contract's order. With S = D*L slots:
-//   output (T, B, D*H) | (B, T, D*H) if batch_first | (T*B, D*H) with batch_sizes
-//   hy, cy (S, B, H)
+// The 10 forward results, in the contract's order. With S = D*L slots and R
+// the width of h (proj_size with projections: params holds a w_hr (P, H) at
+// the end of every slot; else H):
+//   output (T, B, D*R) | (B, T, D*R) if batch_first | (T*B, D*R) with batch_sizes
+//   hy (S, B, R), cy (S, B, H)
 //   i, j, f, o, tanhc (S, T, B, H) when train, else (0,)
-//   h, c   (S, T, B, H) when train, else (S, B, H) (equal to hy, cy)
+//   h (S, T, B, R), c (S, T, B, H) when train, else equal to hy, cy
 struct ForwardShapes {
   std::vector<int64_t> output, hy, cy, i, j, f, o, h, c, tanhc;
 };
@@ -70,8 +72,8 @@ ForwardResult lstm_forward(const TensorView& input, const TensorList& hx, const 
 // Backward
 // ---------------------------------------------------------------------------
 
-// dx has input's shape (2-D with batch_sizes); dh0, dc0 are (D*L, B, H);
-// dparams[k] has params[k]'s shape.
+// dx has input's shape (2-D with batch_sizes); dh0 is (D*L, B, R), dc0
+// (D*L, B, H); dparams[k] has params[k]'s shape (w_hr's gradient included).
 struct BackwardShapes {
   std::vector<int64_t> dx, dh0, dc0;
   std::vector<std::vector<int64_t>> dparams;

@@ -67,11 +67,12 @@ void check_call_size(const LstmProblem& d) {
   const std::string limit_text =
       log2_bytes(limit_elements) + " (the smaller of 2^44 bytes and twice this machine's RAM + swap)";
   // Weights alone (set by params): params gathered, dparams, dw workspaces:
-  // 3 copies of every slot's 4H x (I_l + H + 2).
+  // 3 copies of every slot's 4H x (I_l + R + 2) and P x H (w_hr).
+  const int64_t R = d.R;
   int64_t weights = 0;
   for (int64_t s = 0; s < d.slots; ++s) {
-    const int64_t in_size = s < d.D ? d.I : mul(d.D, H);
-    weights = add(weights, mul(3, mul(G, add(add(in_size, H), 2))));
+    const int64_t in_size = s < d.D ? d.I : mul(d.D, R);
+    weights = add(weights, mul(3, add(mul(G, add(add(in_size, R), 2)), mul(d.P, H))));
   }
   if (!ok || weights > limit_elements) {
     fail(param_label(d, 0),
@@ -81,13 +82,14 @@ void check_call_size(const LstmProblem& d) {
              " of copies and gradients, more than " + limit_text);
   }
   // Set by the input's T and B: states and their gradients (S, B, H), 12
-  // copies; per (t, b) row: output / dx (D*H, I_l), the layer input / output /
-  // gradient workspaces (3 * max(I, D*H)), gates or gate gradients and h_prev
-  // per direction (5H), the saved tensors when train (7 * S * H).
+  // copies; per (t, b) row: output / dx (D*R, I_l), the layer input / output /
+  // gradient workspaces (3 * max(I, D*R)), gates or gate gradients and h_prev
+  // per direction (5H), with projections m and dh (H + R) per direction, the
+  // saved tensors when train (7 * S * H).
   const int64_t states = mul(12, mul(d.slots, mul(d.B, H)));
-  const int64_t DH = mul(d.D, H);
-  int64_t per_row = add(DH, mul(3, std::max(d.I, DH)));
-  per_row = add(per_row, mul(d.D, mul(5, H)));
+  const int64_t DR = mul(d.D, R);
+  int64_t per_row = add(DR, mul(3, std::max(d.I, DR)));
+  per_row = add(per_row, mul(d.D, add(mul(5, H), d.projections() ? add(H, R) : 0)));
   if (d.train) per_row = add(per_row, mul(7, mul(d.slots, H)));
   const int64_t total = add(add(weights, states), mul(mul(d.T, d.B), per_row));
   if (ok && total <= limit_elements) return;
@@ -180,18 +182,25 @@ LstmProblem check_forward_args(const TensorView& input, const TensorList& hx,
                     "; use lstmop.nn.LSTM, which applies dropout between layers itself");
   }
 
-  // params: count, then every shape. H comes from params[0].
-  dims.params_per_slot = has_biases ? 4 : 2;
-  int64_t expected_count = 0;
-  if (!mul_ok(dims.params_per_slot * dims.D, dims.L, &expected_count) ||
-      expected_count != static_cast<int64_t>(params.size())) {
-    fail("params", "must hold " + std::to_string(dims.params_per_slot) + " * " +
-                       std::to_string(dims.D) + " * " + std::to_string(dims.L) + " = " +
-                       (expected_count > 0 ? std::to_string(expected_count) : std::string("too many")) +
-                       " tensors (" +
-                       (has_biases ? "w_ih, w_hh, b_ih, b_hh" : "w_ih, w_hh") +
-                       " per layer and direction), got " + std::to_string(params.size()));
+  // params: count, then every shape. H comes from params[0]; with projections
+  // P (the width R of h) from the first slot's w_hr.
+  const int64_t plain_per_slot = has_biases ? 4 : 2;
+  int64_t plain_count = 0, projected_count = 0;
+  const bool counts_fit = mul_ok(plain_per_slot * dims.D, dims.L, &plain_count) &&
+                          mul_ok((plain_per_slot + 1) * dims.D, dims.L, &projected_count);
+  const int64_t count = static_cast<int64_t>(params.size());
+  if (!counts_fit || (count != plain_count && count != projected_count)) {
+    const std::string slots = std::to_string(dims.D) + " * " + std::to_string(dims.L);
+    const std::string kinds = has_biases ? "w_ih, w_hh, b_ih, b_hh" : "w_ih, w_hh";
+    fail("params", "must hold " + std::to_string(plain_per_slot) + " * " + slots + " = " +
+                       (counts_fit ? std::to_string(plain_count) : std::string("too many")) +
+                       " tensors (" + kinds + " per layer and direction), or " +
+                       std::to_string(plain_per_slot + 1) + " * " + slots + " = " +
+                       (counts_fit ? std::to_string(projected_count) : std::string("too many")) +
+                       " with projections (" + kinds + ", w_hr), got " +
+                       std::to_string(params.size()));
   }
+  dims.params_per_slot = count == plain_count ? plain_per_slot : plain_per_slot + 1;
   dims.slots = dims.D * dims.L;
   {
     const std::string label = param_label(dims, 0);
@@ -207,28 +216,59 @@ LstmProblem check_forward_args(const TensorView& input, const TensorList& hx,
     }
     dims.H = w.size(0) / 4;
   }
+  dims.R = dims.H;
+  if (dims.params_per_slot == plain_per_slot + 1) {
+    // proj_size from the first w_hr: (P, H) with 1 <= P < H.
+    const int64_t index = dims.w_hr_index(0);
+    const std::string label = param_label(dims, index);
+    const TensorView& w = params[index];
+    check_view(label, w, "");
+    check_dtype(label, w, dims.dtype);
+    if (w.dim() != 2) {
+      fail(label, "must be 2-D [proj_size, hidden_size] = [proj_size, " + std::to_string(dims.H) +
+                      "] with 1 <= proj_size < hidden_size, got " + with_dims(w.sizes));
+    }
+    if (w.size(0) < 1 || w.size(0) >= dims.H || w.size(1) != dims.H) {
+      fail(label, "must be [proj_size, hidden_size] = [proj_size, " + std::to_string(dims.H) +
+                      "] with 1 <= proj_size < hidden_size = " + std::to_string(dims.H) +
+                      " (hidden_size from params[0]), got " + shape_string(w.sizes));
+    }
+    dims.P = w.size(0);
+    dims.R = dims.P;
+  }
   const int64_t G = 4 * dims.H;
   dims.slot_input_size.resize(static_cast<std::size_t>(dims.slots));
   for (int64_t s = 0; s < dims.slots; ++s) {
-    const int64_t in_size = s < dims.D ? dims.I : dims.D * dims.H;
+    const int64_t in_size = s < dims.D ? dims.I : dims.D * dims.R;
     dims.slot_input_size[s] = in_size;
     for (int64_t p = 0; p < dims.params_per_slot; ++p) {
       const int64_t index = s * dims.params_per_slot + p;
-      const std::vector<int64_t> shape =
-          p == 0 ? std::vector<int64_t>{G, in_size}
-                 : (p == 1 ? std::vector<int64_t>{G, dims.H} : std::vector<int64_t>{G});
+      std::vector<int64_t> shape;
+      if (p == 0) {
+        shape = {G, in_size};
+      } else if (p == 1) {
+        shape = {G, dims.R};
+      } else if (dims.projections() && index == dims.w_hr_index(s)) {
+        shape = {dims.P, dims.H};
+      } else {
+        shape = {G};
+      }
       check_input_tensor(param_label(dims, index), params[index], dims, shape, "", read_values);
     }
   }
 
-  // hx: empty or [h0, c0], each (D*L, B, H).
+  // hx: empty or [h0 (D*L, B, R), c0 (D*L, B, H)].
   if (!hx.empty() && hx.size() != 2) {
     fail("hx", "must be empty or hold 2 tensors [h0, c0], got " + std::to_string(hx.size()));
   }
   dims.has_hx = !hx.empty();
   for (std::size_t k = 0; k < hx.size(); ++k) {
-    check_input_tensor("hx[" + std::to_string(k) + "]", hx[k], dims, {dims.slots, dims.B, dims.H},
-                       " (D*L, B, hidden_size)", read_values);
+    const bool hidden = k == 0;
+    const int64_t width = hidden ? dims.R : dims.H;
+    const std::string meaning =
+        hidden && dims.projections() ? " (D*L, B, proj_size)" : " (D*L, B, hidden_size)";
+    check_input_tensor("hx[" + std::to_string(k) + "]", hx[k], dims, {dims.slots, dims.B, width},
+                       meaning, read_values);
   }
 
   // Before anything of size T is allocated or read (batch_sizes' values).

@@ -97,8 +97,11 @@ void check_input_tensor(const std::string& name, const TensorView& v, const Lstm
 
 namespace {
 
-const char* param_kind(int64_t p) {
+// Entry p of a slot of per_slot entries: [w_ih, w_hh, (b_ih, b_hh,) (w_hr)];
+// an odd count means projections, whose w_hr is the slot's last entry.
+const char* param_kind(int64_t p, int64_t per_slot) {
   static const char* const kinds[] = {"weight_ih", "weight_hh", "bias_ih", "bias_hh"};
+  if (per_slot % 2 == 1 && p == per_slot - 1) return "weight_hr";
   return kinds[p];
 }
 
@@ -107,8 +110,9 @@ const char* param_kind(int64_t p) {
 std::string param_label(const LstmProblem& dims, int64_t index) {
   const int64_t slot = index / dims.params_per_slot;
   const int64_t p = index % dims.params_per_slot;
-  return "params[" + std::to_string(index) + "] (" + param_kind(p) + ", layer " +
-         std::to_string(slot / dims.D) + ", " + (slot % dims.D == 0 ? "forward" : "reverse") + ")";
+  return "params[" + std::to_string(index) + "] (" + param_kind(p, dims.params_per_slot) +
+         ", layer " + std::to_string(slot / dims.D) + ", " +
+         (slot % dims.D == 0 ? "forward" : "reverse") + ")";
 }
 }  // namespace detail
 }  // namespace lstmop

@@ -7,7 +7,7 @@ namespace detail {
 
 ForwardShapes forward_shapes(const LstmProblem& d) {
   ForwardShapes s;
-  const int64_t out_features = d.D * d.H;
+  const int64_t out_features = d.D * d.R;  // R: proj_size with projections, else H
   if (d.variable_length) {
     s.output = {d.T * d.B, out_features};
   } else if (d.batch_first) {
@@ -15,12 +15,15 @@ ForwardShapes forward_shapes(const LstmProblem& d) {
   } else {
     s.output = {d.T, d.B, out_features};
   }
-  s.hy = s.cy = {d.slots, d.B, d.H};
+  s.hy = {d.slots, d.B, d.R};
+  s.cy = {d.slots, d.B, d.H};
   if (d.train) {
-    s.i = s.j = s.f = s.o = s.h = s.c = s.tanhc = {d.slots, d.T, d.B, d.H};
+    s.i = s.j = s.f = s.o = s.c = s.tanhc = {d.slots, d.T, d.B, d.H};
+    s.h = {d.slots, d.T, d.B, d.R};
   } else {
     s.i = s.j = s.f = s.o = s.tanhc = {0};
-    s.h = s.c = {d.slots, d.B, d.H};
+    s.h = s.hy;
+    s.c = s.cy;
   }
   return s;
 }
@@ -29,7 +32,8 @@ BackwardShapes backward_shapes(const LstmProblem& d, const TensorView& input,
                                const TensorList& params) {
   BackwardShapes s;
   s.dx = input.sizes;
-  s.dh0 = s.dc0 = {d.slots, d.B, d.H};
+  s.dh0 = {d.slots, d.B, d.R};
+  s.dc0 = {d.slots, d.B, d.H};
   for (const TensorView& p : params) s.dparams.push_back(p.sizes);
   return s;
 }

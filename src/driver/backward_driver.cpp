@@ -1,14 +1,17 @@
 // The production backward driver (backpropagation through time and layers).
 //
-// Rows are compact (sequence_rows.h). Per call:
-//   1. d_out (N, D*H) <- grad_y (0 if undefined);
+// Rows are compact (sequence_rows.h). R is the width of h: P with
+// projections, else H. Per call:
+//   1. d_out (N, D*R) <- grad_y (0 if undefined);
 //   2. per layer, top to bottom: x_l (N, I_l) <- the input (layer 0) or the
 //      lower layer's saved h of both directions; then per direction
 //      (directions possibly on two threads):
-//        gather w_ih (or w_ih^T), w_hh (4H, H); h_prev (N, H) <- the h each
-//        row's step started from (saved h of the neighbouring step, or h0);
-//        dh, dc state (B, H) <- grad_hy, grad_cy;
+//        gather w_ih (or w_ih^T), w_hh (4H, R) (and w_hr (P, H)); h_prev
+//        (N, R) <- the h each row's step started from (saved h of the
+//        neighbouring step, or h0); dh (B, R), dc (B, H) <- grad_hy, grad_cy;
 //        per step, in the reverse of the forward's order, rows n = step_batch[t]:
+//          projections: dh_total[t] (n, P) = dh_state + d_out[t] (kept for
+//            dw_hr), dm (n, H) = dh_total[t] * w_hr, the cell's output gradient
 //          cell_pass_backward  -> d_gates[t] (n, 4H), dc_state
 //          dh_state[:n] = d_gates[t] * w_hh           (recurrent_product.h)
 //        dh0, dc0 <- state;
@@ -16,6 +19,8 @@
 //          weight_gradients_tn: one TN GEMM each; otherwise a GEMM each per
 //          chunk of 1024 rows, operands transposed first: the NT form)
 //        db_ih = db_hh = column sums of d_gates;
+//        projections: dw_hr (P, H) = dh_total^T m, one TN GEMM over all rows,
+//          m = o * tanhc (N, H) from the saved tensors;
 //      d_in (N, I_l) = sum over directions of d_gates * w_ih (the next d_out);
 //   3. scatter layer 0's d_in into dx (0 in invalid rows).
 #include <algorithm>
@@ -47,10 +52,14 @@ constexpr DType dtype_of() {
 template <class Acc>
 struct DirectionWorkspace {
   Workspace<Acc> d_gates, w_ih, w_hh, h_prev, dh_state, dc_state, dw_ih, dw_hh, db;
+  // Projections (lstm_plan.h): w_hr (P, H); dh_total (N, P); m (N, H); dw_hr
+  // (P, H); one step's dm (B, H); a zero row (H).
+  Workspace<Acc> w_hr, dh_total, cell_output, dw_hr, cell_output_gradient, zero_row;
+  RecurrentProduct output_projection;  // float: w_hr (P, H) packed for dm = dh * w_hr
   // One chunk of rows of d_gates, x_l and h_prev, transposed (the dW products).
   Workspace<Acc> d_gates_t, x_t, h_prev_t;
   Workspace<Acc> step[kSavedCount];   // one step's i, j, f, o, tanhc, c_prev (B, H)
-  RecurrentProduct recurrent;         // float: w_hh (4H, H) packed for the dh product
+  RecurrentProduct recurrent;         // float: w_hh (4H, R) packed for the dh product
   RecurrentProduct part_recurrent[2]; // split mode: w_hh's columns of each part's units
 };
 
@@ -65,7 +74,7 @@ class BackwardDriver {
         out_(out) {
     const ThreadPlan& t = plan_.threads;
     arena_.add(x_, "a layer's input (valid rows, input_size)", plan_.layer_rows);
-    arena_.add(d_out_, "the gradient of a layer's output (valid rows, D*H)", plan_.layer_rows);
+    arena_.add(d_out_, "the gradient of a layer's output (valid rows, D*R)", plan_.layer_rows);
     arena_.add(d_in_, "the gradient of a layer's input (valid rows, input_size)",
                plan_.layer_rows);
     for (int64_t k = 0; k < p.D; ++k) {
@@ -78,28 +87,38 @@ class BackwardDriver {
       }
       arena_.add(w.w_ih, "w_ih (4H, input_size), or w_ih^T", plan_.w_ih);
       if (k >= t.direction_workspaces) continue;
-      arena_.add(w.w_hh, "w_hh (4H, H)", plan_.w_hh);
+      arena_.add(w.w_hh, "w_hh (4H, R)", plan_.w_hh);
       if constexpr (kFloat) {
         if (t.threading != Threading::SplitUnits) {
-          w.recurrent.allocate(arena_, 4 * p.H, p.H);
+          w.recurrent.allocate(arena_, 4 * p.H, p.R);
         } else {
           for (int part = 0; part < 2; ++part) {
             w.part_recurrent[part].allocate(arena_, 4 * p.H, units(part));
           }
         }
       }
-      arena_.add(w.h_prev, "the previous hidden states (valid rows, H)", plan_.h_prev);
-      arena_.add(w.dh_state, "dh (B, H)", plan_.state);
+      arena_.add(w.h_prev, "the previous hidden states (valid rows, R)", plan_.h_prev);
+      arena_.add(w.dh_state, "dh (B, R)", plan_.state);
       arena_.add(w.dc_state, "dc (B, H)", plan_.state);
       arena_.add(w.dw_ih, "dw_ih (4H, input_size)", plan_.dw_ih);
-      arena_.add(w.dw_hh, "dw_hh (4H, H)", plan_.dw_hh);
+      arena_.add(w.dw_hh, "dw_hh (4H, R)", plan_.dw_hh);
       arena_.add(w.db, "db (4H)", plan_.db);
+      if (p.projections()) {
+        arena_.add(w.w_hr, "w_hr (P, H)", plan_.w_hr);
+        arena_.add(w.dh_total, "the gradients of h (valid rows, P)", plan_.dh_total);
+        arena_.add(w.cell_output, "the cell outputs m = o * tanhc (valid rows, H)",
+                   plan_.cell_output);
+        arena_.add(w.dw_hr, "dw_hr (P, H)", plan_.dw_hr);
+        arena_.add(w.cell_output_gradient, "dm (B, H)", plan_.cell_output_gradient);
+        arena_.add(w.zero_row, "a zero row (H)", plan_.zero_row);
+        if constexpr (kFloat) w.output_projection.allocate(arena_, p.P, p.H);
+      }
       if (!plan_.weight_gradients_tn) {
         arena_.add(w.d_gates_t, "a chunk of the gate gradients, transposed (4H, rows)",
                    plan_.d_gates_t);
         arena_.add(w.x_t, "a chunk of a layer's input, transposed (input_size, rows)",
                    plan_.x_t);
-        arena_.add(w.h_prev_t, "a chunk of the previous hidden states, transposed (H, rows)",
+        arena_.add(w.h_prev_t, "a chunk of the previous hidden states, transposed (R, rows)",
                    plan_.h_prev_t);
       }
       for (Workspace<Acc>& b : w.step) {
@@ -111,11 +130,11 @@ class BackwardDriver {
   }
 
   void run() {
-    const int64_t DH = p_.D * p_.H;
+    const int64_t DR = p_.D * p_.R;
     if (g_.grad_y->defined) {
-      gather_valid_rows<Acc>(p_, *g_.grad_y, DH, d_out_.data());
+      gather_valid_rows<Acc>(p_, *g_.grad_y, DR, d_out_.data());
     } else {
-      std::fill(d_out_.data(), d_out_.data() + p_.valid_rows() * DH, Acc(0));
+      std::fill(d_out_.data(), d_out_.data() + p_.valid_rows() * DR, Acc(0));
     }
     for (int64_t l = p_.L - 1; l >= 0; --l) {
       const int64_t in_size = p_.slot_input_size[l * p_.D];
@@ -147,22 +166,23 @@ class BackwardDriver {
       return;
     }
     const TensorView& h = *g_.h;
-    const int64_t DH = p_.D * p_.H;
+    const int64_t R = p_.R, DR = p_.D * R;
     for (int64_t dir = 0; dir < p_.D; ++dir) {
       const int64_t s = (l - 1) * p_.D + dir;
       for (int64_t t = 0; t < p_.T; ++t) {
         gather_matrix<Acc>(h, s * h.stride(0) + t * h.stride(1), p_.step_batch[t], h.stride(2),
-                           p_.H, h.stride(3), x_.data() + p_.step_offset[t] * DH + dir * p_.H, DH);
+                           R, h.stride(3), x_.data() + p_.step_offset[t] * DR + dir * R, DR);
       }
     }
   }
 
-  // Columns [u0, u1) of rows x H at [s, t, first:] of a saved (D*L, T, B, H) view.
+  // Columns [u0, u1) of rows x width at [s, t, first:] of a saved (D*L, T, B,
+  // width) view (width H, or R for h) into dst, row stride width.
   static void load_saved_rows(const TensorView& v, int64_t s, int64_t t, int64_t first,
-                              int64_t rows, int64_t H, Acc* dst, int64_t u0, int64_t u1) {
+                              int64_t rows, int64_t width, Acc* dst, int64_t u0, int64_t u1) {
     gather_matrix<Acc>(v, s * v.stride(0) + t * v.stride(1) + first * v.stride(2) +
                               u0 * v.stride(3),
-                       rows, v.stride(2), u1 - u0, v.stride(3), dst + u0, H);
+                       rows, v.stride(2), u1 - u0, v.stride(3), dst + u0, width);
   }
 
   // Step t of a direction started from step `prev` for rows b with b <
@@ -174,18 +194,18 @@ class BackwardDriver {
     return std::min(p_.step_batch[prev], p_.step_batch[t]);
   }
 
-  // Columns [u0, u1) of the h or c the step started from, rows
-  // 0..step_batch[t]-1, into dst (rows, H).
+  // Columns [u0, u1) of the h (width R) or c (width H) the step started
+  // from, rows 0..step_batch[t]-1, into dst (rows, width).
   void load_previous(const TensorView& saved, const TensorView* initial, int64_t s, int64_t dir,
-                     int64_t t, Acc* dst, int64_t u0, int64_t u1) const {
+                     int64_t t, int64_t width, Acc* dst, int64_t u0, int64_t u1) const {
     const int64_t rows = p_.step_batch[t];
     const int64_t from_saved = rows_from_saved(dir, t);
     if (from_saved > 0) {
-      load_saved_rows(saved, s, previous_step(dir, t), 0, from_saved, p_.H, dst, u0, u1);
+      load_saved_rows(saved, s, previous_step(dir, t), 0, from_saved, width, dst, u0, u1);
     }
     if (rows > from_saved) {
-      gather_slot_rows<Acc>(p_, initial, s, from_saved, rows - from_saved,
-                            dst + from_saved * p_.H, u0, u1);
+      gather_slot_rows<Acc>(initial, s, from_saved, rows - from_saved, width,
+                            dst + from_saved * width, u0, u1);
     }
   }
 
@@ -201,14 +221,42 @@ class BackwardDriver {
       gather_weight<Acc>(w_ih, G, in_size, w.dw_ih.data());
       transpose(G, in_size, w.dw_ih.data(), in_size, wi.w_ih.data(), G + kTransposePad);
     }
-    gather_weight<Acc>(w_hh, G, p_.H, w.w_hh.data());
+    gather_weight<Acc>(w_hh, G, p_.R, w.w_hh.data());
+    if (p_.projections()) {
+      gather_weight<Acc>(params_[p_.w_hr_index(s)], p_.P, p_.H, w.w_hr.data());
+    }
+  }
+
+  // Projections, step t: dh_total[t] (rows, P) = dh_state + the layer
+  // output's gradient, then dm (rows, H) = dh_total[t] * w_hr: the gradient
+  // of the cell's output m = o * tanh(c), which the cell pass takes.
+  const Acc* step_cell_output_gradient(int64_t dir, int64_t t, DirectionWorkspace<Acc>& w) const {
+    const int64_t P = p_.P, H = p_.H, DP = p_.D * P;
+    const int64_t rows = p_.step_batch[t], off = p_.step_offset[t];
+    Acc* dh_total = w.dh_total.data() + off * P;
+    const Acc* dh_state = w.dh_state.data();
+    const Acc* d_out = d_out_.data() + off * DP + dir * P;
+    for (int64_t r = 0; r < rows; ++r) {
+      for (int64_t k = 0; k < P; ++k) {
+        dh_total[r * P + k] = dh_state[r * P + k] + d_out[r * DP + k];
+      }
+    }
+    Acc* dm = w.cell_output_gradient.data();
+    if constexpr (kFloat) {
+      std::fill(dm, dm + rows * H, 0.0f);
+      w.output_projection.accumulate(rows, dh_total, P, dm, H);
+    } else {
+      gemm(Transpose::No, Transpose::No, rows, H, P, Acc(1), dh_total, P, w.w_hr.data(), H, Acc(0),
+           dm, H);
+    }
+    return dm;
   }
 
   // Step t's loads and cell pass for the hidden units of part `part`: d_gates[t]'s
   // columns of those units and their dc state.
   void step_cell(int64_t s, int64_t dir, int64_t t, int part, DirectionWorkspace<Acc>& own,
                  DirectionWorkspace<Acc>& w) const {
-    const int64_t H = p_.H, G = 4 * H, DH = p_.D * H;
+    const int64_t H = p_.H, G = 4 * H, R = p_.R, DR = p_.D * R;
     const int64_t u0 = plan_.threads.units[part].begin, u1 = plan_.threads.units[part].end;
     const int64_t rows = p_.step_batch[t];
     const int64_t off = p_.step_offset[t];
@@ -227,32 +275,44 @@ class BackwardDriver {
         in[k] = w.step[k].data();
       }
     }
-    load_previous(*g_.c, c0, s, dir, t, w.step[kCPrev].data(), u0, u1);
+    load_previous(*g_.c, c0, s, dir, t, H, w.step[kCPrev].data(), u0, u1);
     in[kCPrev] = w.step[kCPrev].data();
+    // The cell's output gradient is dh_state + d_out; with projections dm,
+    // which then stands in dh_state's place next to a zero d_out row (ld 0).
+    const Acc* d_out = d_out_.data() + off * DR + dir * R;
+    int64_t ld_out = DR;
+    const Acc* dh = w.dh_state.data();
+    if (p_.projections()) {
+      dh = step_cell_output_gradient(dir, t, w);
+      d_out = w.zero_row.data();
+      ld_out = 0;
+    }
     cell_pass_backward<Acc>(rows, H, u0, u1, in[kI], in[kJ], in[kF], in[kO], in[kTanhc],
-                            in[kCPrev], d_out_.data() + off * DH + dir * H, DH,
-                            w.dh_state.data(), w.dc_state.data(), own.d_gates.data() + off * G);
+                            in[kCPrev], d_out, ld_out, dh, w.dc_state.data(),
+                            own.d_gates.data() + off * G);
   }
 
-  // dh_state[:rows, units of part] = d_gates[t] (rows, 4H) * w_hh[:, units of part].
+  // dh_state[:rows, columns of part] = d_gates[t] (rows, 4H) * w_hh[:, columns
+  // of part] (rows, R); split mode's parts (never with projections: R = H)
+  // take their units' columns, one part all R.
   void step_dh(int64_t t, int part, DirectionWorkspace<Acc>& own,
                DirectionWorkspace<Acc>& w) const {
-    const int64_t H = p_.H, G = 4 * H;
-    const int64_t u0 = plan_.threads.units[part].begin, u1 = plan_.threads.units[part].end;
+    const int64_t R = p_.R, G = 4 * p_.H;
+    const bool split = plan_.threads.threading == Threading::SplitUnits;
+    const int64_t u0 = split ? plan_.threads.units[part].begin : 0;
+    const int64_t u1 = split ? plan_.threads.units[part].end : R;
     const int64_t rows = p_.step_batch[t];
     const Acc* d_gates = own.d_gates.data() + p_.step_offset[t] * G;
     if constexpr (kFloat) {
       for (int64_t r = 0; r < rows; ++r) {
-        std::fill(w.dh_state.data() + r * H + u0, w.dh_state.data() + r * H + u1, 0.0f);
+        std::fill(w.dh_state.data() + r * R + u0, w.dh_state.data() + r * R + u1, 0.0f);
       }
-      const RecurrentProduct& product = plan_.threads.threading == Threading::SplitUnits
-                                            ? w.part_recurrent[part]
-                                            : w.recurrent;
-      product.accumulate(rows, d_gates, G, w.dh_state.data() + u0, H);
+      const RecurrentProduct& product = split ? w.part_recurrent[part] : w.recurrent;
+      product.accumulate(rows, d_gates, G, w.dh_state.data() + u0, R);
     } else {
       (void)u0, (void)u1;
-      gemm(Transpose::No, Transpose::No, rows, H, G, Acc(1), d_gates, G, w.w_hh.data(), H,
-           Acc(0), w.dh_state.data(), H);
+      gemm(Transpose::No, Transpose::No, rows, R, G, Acc(1), d_gates, G, w.w_hh.data(), R,
+           Acc(0), w.dh_state.data(), R);
     }
   }
 
@@ -282,14 +342,14 @@ class BackwardDriver {
   // before the next chunk's transposes.
   void weight_grads(int64_t in_size, int p0, int p1, PairBarrier* barrier,
                     DirectionWorkspace<Acc>& own, DirectionWorkspace<Acc>& w) const {
-    const int64_t H = p_.H, G = 4 * H, N = p_.valid_rows(), half = G / 2;
+    const int64_t R = p_.R, G = 4 * p_.H, N = p_.valid_rows(), half = G / 2;
     if (plan_.weight_gradients_tn) {
       for (int part = p0; part < p1; ++part) {
         const Acc* a = own.d_gates.data() + part * half;
         gemm(Transpose::Yes, Transpose::No, half, in_size, N, Acc(1), a, G, x_.data(), in_size,
              Acc(0), w.dw_ih.data() + part * half * in_size, in_size);
-        gemm(Transpose::Yes, Transpose::No, half, H, N, Acc(1), a, G, w.h_prev.data(), H,
-             Acc(0), w.dw_hh.data() + part * half * H, H);
+        gemm(Transpose::Yes, Transpose::No, half, R, N, Acc(1), a, G, w.h_prev.data(), R,
+             Acc(0), w.dw_hh.data() + part * half * R, R);
       }
       return;
     }
@@ -304,7 +364,7 @@ class BackwardDriver {
         if (part == 0) {
           transpose(rows, in_size, x_.data() + r0 * in_size, in_size, w.x_t.data(), ld);
         } else {
-          transpose(rows, H, w.h_prev.data() + r0 * H, H, w.h_prev_t.data(), ld);
+          transpose(rows, R, w.h_prev.data() + r0 * R, R, w.h_prev_t.data(), ld);
         }
       }
       if (barrier != nullptr) barrier->wait();
@@ -312,10 +372,28 @@ class BackwardDriver {
         const Acc* a = w.d_gates_t.data() + part * half * ld;
         gemm(Transpose::No, Transpose::Yes, half, in_size, rows, Acc(1), a, ld, w.x_t.data(),
              ld, beta, w.dw_ih.data() + part * half * in_size, in_size);
-        gemm(Transpose::No, Transpose::Yes, half, H, rows, Acc(1), a, ld, w.h_prev_t.data(),
-             ld, beta, w.dw_hh.data() + part * half * H, H);
+        gemm(Transpose::No, Transpose::Yes, half, R, rows, Acc(1), a, ld, w.h_prev_t.data(),
+             ld, beta, w.dw_hh.data() + part * half * R, R);
       }
     }
+  }
+
+  // Projections, after the time loop: dw_hr (P, H) = dh_total^T (P, N) *
+  // m (N, H), one TN product over all rows, m = o * tanhc from the saved
+  // tensors (in the compute type).
+  void projection_weight_gradient(int64_t s, DirectionWorkspace<Acc>& w) const {
+    const int64_t H = p_.H, P = p_.P, N = p_.valid_rows();
+    Acc* m = w.cell_output.data();
+    Acc* tanhc = w.step[kTanhc].data();  // one step's tanhc (rows, H)
+    for (int64_t t = 0; t < p_.T; ++t) {
+      const int64_t rows = p_.step_batch[t];
+      Acc* m_t = m + p_.step_offset[t] * H;
+      load_saved_rows(*g_.o, s, t, 0, rows, H, m_t, 0, H);
+      load_saved_rows(*g_.tanhc, s, t, 0, rows, H, tanhc, 0, H);
+      for (int64_t e = 0; e < rows * H; ++e) m_t[e] *= tanhc[e];
+    }
+    gemm(Transpose::Yes, Transpose::No, P, H, N, Acc(1), w.dh_total.data(), P, m, H, Acc(0),
+         w.dw_hr.data(), H);
   }
 
   void run_direction(int64_t l, int64_t dir) {
@@ -324,24 +402,26 @@ class BackwardDriver {
     DirectionWorkspace<Acc>& own = dir_[dir];  // d_gates, w_ih
     DirectionWorkspace<Acc>& w = dir_[t.direction_workspaces > 1 ? dir : 0];  // the rest
     const int64_t s = l * p_.D + dir;
-    const int64_t H = p_.H, G = 4 * H, N = p_.valid_rows();
+    const int64_t H = p_.H, R = p_.R, G = 4 * H, N = p_.valid_rows();
     const int64_t in_size = p_.slot_input_size[s];
     const TensorView* h0 = p_.has_hx ? &hx_[0] : nullptr;
     load_weights(s, own, w);
     if constexpr (kFloat) {
       if (split) {
         for (int part = 0; part < 2; ++part) {
-          w.part_recurrent[part].set_b(w.w_hh.data() + t.units[part].begin, H);
+          w.part_recurrent[part].set_b(w.w_hh.data() + t.units[part].begin, R);
         }
       } else {
-        w.recurrent.set_b(w.w_hh.data(), H);
+        w.recurrent.set_b(w.w_hh.data(), R);
       }
+      if (p_.projections()) w.output_projection.set_b(w.w_hr.data(), H);
     }
+    if (p_.projections()) std::fill(w.zero_row.data(), w.zero_row.data() + H, Acc(0));
     for (int64_t step = 0; step < p_.T; ++step) {
-      load_previous(*g_.h, h0, s, dir, step, w.h_prev.data() + p_.step_offset[step] * H, 0, H);
+      load_previous(*g_.h, h0, s, dir, step, R, w.h_prev.data() + p_.step_offset[step] * R, 0, R);
     }
-    gather_slot_rows<Acc>(p_, g_.grad_hy, s, 0, p_.B, w.dh_state.data(), 0, H);
-    gather_slot_rows<Acc>(p_, g_.grad_cy, s, 0, p_.B, w.dc_state.data(), 0, H);
+    gather_slot_rows<Acc>(g_.grad_hy, s, 0, p_.B, R, w.dh_state.data(), 0, R);
+    gather_slot_rows<Acc>(g_.grad_cy, s, 0, p_.B, H, w.dc_state.data(), 0, H);
 
     const bool paired = split && run_pair([&](int part) {
       time_loop(s, dir, part, part + 1, &barrier_, own, w);
@@ -351,11 +431,15 @@ class BackwardDriver {
       time_loop(s, dir, 0, t.parts, nullptr, own, w);
       weight_grads(in_size, 0, 2, nullptr, own, w);
     }
-    scatter_slot<Acc>(p_, w.dh_state.data(), out_.dh0, s);
-    scatter_slot<Acc>(p_, w.dc_state.data(), out_.dc0, s);
+    scatter_slot<Acc>(p_, w.dh_state.data(), R, out_.dh0, s);
+    scatter_slot<Acc>(p_, w.dc_state.data(), H, out_.dc0, s);
     const int64_t base = s * p_.params_per_slot;
     scatter_matrix<Acc>(w.dw_ih.data(), in_size, G, in_size, out_.dparams[base], 0, in_size, 1);
-    scatter_matrix<Acc>(w.dw_hh.data(), H, G, H, out_.dparams[base + 1], 0, H, 1);
+    scatter_matrix<Acc>(w.dw_hh.data(), R, G, R, out_.dparams[base + 1], 0, R, 1);
+    if (p_.projections()) {
+      projection_weight_gradient(s, w);
+      scatter_matrix<Acc>(w.dw_hr.data(), H, p_.P, H, out_.dparams[p_.w_hr_index(s)], 0, H, 1);
+    }
     if (p_.has_biases) {
       // Column sums of d_gates, rows in order.
       Acc* db = w.db.data();

@@ -1,19 +1,26 @@
 // The production forward driver.
 //
-// Rows of every workspace are compact (sequence_rows.h). Per call:
+// Rows of every workspace are compact (sequence_rows.h). R is the width of h:
+// P with projections, else H. Per call:
 //   1. gather the input into x (N, I) in the compute type;
 //   2. per layer and direction (directions possibly on two threads):
-//      gather the slot's weights w_ih (4H, I_l), w_hh (4H, H) and
-//      bias = b_ih + b_hh (4H); set the state from hx;
+//      gather the slot's weights w_ih (4H, I_l), w_hh (4H, R) and
+//      bias = b_ih + b_hh (4H) (and w_hr (P, H)); set the state from hx;
 //      float compute (float32, float16, bfloat16): pack both weights for the
 //      fused step (kernels/step_forward.h); in the projection form (small
 //      batches, lstm_plan.h) first gates (N, 4H) = x_l * w_ih^T in two fixed
 //      row halves; then per step t (forward 0..T-1, reverse T-1..0), rows
 //      n = step_batch[t], one fused step: the step's products, activations,
 //      c/h update, saved tensors and layer output, reading h from one of two
-//      (B, H) buffers and writing the other;
+//      (B, R) buffers and writing the other;
 //      double: gates = x_l * w_ih^T, then per step gates[t] += h * w_hh^T and
 //      the cell pass (kernels/cell_pass.h);
+//      projections: the step (or cell pass) writes m = o * tanh(c) (rows, H)
+//      instead of h, and right after it, while m is in cache, one product
+//      h (rows, P) = m * w_hr^T (float: on w_hr packed once per call,
+//      kernels/recurrent_product.h) writes h into the layer output, the
+//      next step's h buffer and the saved h (16-bit: m and h rounded to the
+//      dtype, the operands the products take);
 //      hy, cy <- the final states; saved tensors at positions past each
 //      sequence's end;
 //   3. scatter the last layer's output into `output` (0 in invalid rows).
@@ -34,6 +41,7 @@
 #include "driver/threads.h"
 #include "gemm/gemm.h"
 #include "kernels/cell_pass.h"
+#include "kernels/recurrent_product.h"
 #include "kernels/step_forward.h"
 #include "plan/lstm_plan.h"
 
@@ -44,14 +52,18 @@ namespace {
 // Per-direction scratch.
 template <class Acc>
 struct DirectionWorkspace {
-  // float: w_ih (4H, I_l), w_hh (4H, H) as stored (packed into `step`, and
+  // float: w_ih (4H, I_l), w_hh (4H, R) as stored (packed into `step`, and
   // w_ih read transposed by the projection form's GEMM); double: w_ih^T,
   // w_hh^T.
   Workspace<Acc> gates, w_ih, w_hh, bias, bias_tmp, c_state;
-  // float: h[n % 2] is step n's input h, h[(n + 1) % 2] its output (both
-  // start as hx's h); double: h[0] is the hidden state.
+  // float: h[n % 2] is step n's input h (B, R), h[(n + 1) % 2] its output
+  // (both start as hx's h); double: h[0] is the hidden state.
   Workspace<Acc> h[2];
   ForwardStepWeights step;  // float: w_ih and w_hh packed for the fused step
+  // Projections: w_hr (P, H) as stored; one step's m = o * tanh(c) (B, H);
+  // float: w_hr^T (H, P) packed for h = m * w_hr^T.
+  Workspace<Acc> w_hr, cell_output;
+  RecurrentProduct projection;
 };
 
 template <class Acc, class Storage>
@@ -65,7 +77,7 @@ class ForwardDriver {
     const ThreadPlan& t = plan_.threads;
     arena_.add(x0_, "the input (valid rows, input_size)", plan_.input);
     for (int64_t k = 0; k < plan_.layer_outputs; ++k) {
-      arena_.add(y_[k], "a layer's output (valid rows, D*H)", plan_.layer_output);
+      arena_.add(y_[k], "a layer's output (valid rows, D*R)", plan_.layer_output);
     }
     if (plan_.bf16_projection_candidate) {
       arena_.add(x0_bits_, "the input's bfloat16 values (valid rows, input_size)",
@@ -75,19 +87,25 @@ class ForwardDriver {
                    plan_.w_ih_bits);
       }
     }
-    const int64_t max_in = std::max(p.I, p.D * p.H);
+    const int64_t max_in = std::max(p.I, p.D * p.R);
     for (int64_t k = 0; k < t.direction_workspaces; ++k) {
       DirectionWorkspace<Acc>& w = dir_[k];
       if (plan_.gates > 0) arena_.add(w.gates, "the gates (valid rows, 4H)", plan_.gates);
       arena_.add(w.w_ih, "w_ih (4H, input_size)", plan_.w_ih);
-      arena_.add(w.w_hh, "w_hh (4H, H)", plan_.w_hh);
+      arena_.add(w.w_hh, "w_hh (4H, R)", plan_.w_hh);
       arena_.add(w.bias, "the bias (4H)", plan_.bias);
       arena_.add(w.bias_tmp, "the bias (4H)", plan_.bias);
       arena_.add(w.c_state, "the cell state (B, H)", plan_.state);
-      for (Workspace<Acc>& h : w.h) arena_.add(h, "the hidden state (B, H)", plan_.state);
+      for (Workspace<Acc>& h : w.h) arena_.add(h, "the hidden state (B, R)", plan_.hidden_state);
+      if (p.projections()) {
+        arena_.add(w.w_hr, "w_hr (P, H)", plan_.w_hr);
+        arena_.add(w.cell_output, "the cell's output m = o * tanh(c) (B, H)",
+                   plan_.cell_output);
+        if constexpr (kFloat) w.projection.allocate(arena_, p.H, p.P);
+      }
       if constexpr (kFloat) {
         // Room for the widest layer input; each slot packs its own sizes.
-        w.step.allocate(arena_, plan_.step_isa, p.H, plan_.step_concatenated ? max_in : 0, p.H);
+        w.step.allocate(arena_, plan_.step_isa, p.H, plan_.step_concatenated ? max_in : 0, p.R);
       }
     }
     arena_.commit();
@@ -104,13 +122,15 @@ class ForwardDriver {
       run_tasks(p_.D, plan_.threads.direction_threads,
                 [&](int64_t dir) { run_direction(l, dir, x, y); });
     }
-    scatter_valid_rows<Acc>(p_, y_[(p_.L - 1) % 2].data(), p_.D * p_.H, out_.output);
+    scatter_valid_rows<Acc>(p_, y_[(p_.L - 1) % 2].data(), p_.D * p_.R, out_.output);
     if (!p_.train) {
-      // h, c are hy, cy (D*L, B, H).
-      const std::size_t bytes = static_cast<std::size_t>(p_.slots * p_.B * p_.H) * sizeof(Storage);
-      std::copy_n(static_cast<const unsigned char*>(out_.hy.data), bytes,
+      // h, c are hy (D*L, B, R), cy (D*L, B, H).
+      const auto bytes = [&](int64_t width) {
+        return static_cast<std::size_t>(p_.slots * p_.B * width) * sizeof(Storage);
+      };
+      std::copy_n(static_cast<const unsigned char*>(out_.hy.data), bytes(p_.R),
                   static_cast<unsigned char*>(out_.h.data));
-      std::copy_n(static_cast<const unsigned char*>(out_.cy.data), bytes,
+      std::copy_n(static_cast<const unsigned char*>(out_.cy.data), bytes(p_.H),
                   static_cast<unsigned char*>(out_.c.data));
     }
   }
@@ -144,7 +164,8 @@ class ForwardDriver {
     return true;
   }
 
-  // Saved-tensor rows [slot, t, 0 .. ) of the outputs (contiguous (D*L, T, B, H)).
+  // Saved-tensor rows [slot, t, 0 .. ) of the outputs (contiguous (D*L, T, B, H);
+  // h (D*L, T, B, R)).
   StepSaved<Storage> saved_at(int64_t s, int64_t t) const {
     const int64_t e = ((s * p_.T + t) * p_.B) * p_.H;
     StepSaved<Storage> v;
@@ -152,14 +173,18 @@ class ForwardDriver {
     v.j = static_cast<Storage*>(out_.j.data) + e;
     v.f = static_cast<Storage*>(out_.f.data) + e;
     v.o = static_cast<Storage*>(out_.o.data) + e;
-    v.h = static_cast<Storage*>(out_.h.data) + e;
+    v.h = static_cast<Storage*>(out_.h.data) + ((s * p_.T + t) * p_.B) * p_.R;
     v.c = static_cast<Storage*>(out_.c.data) + e;
     v.tanhc = static_cast<Storage*>(out_.tanhc.data) + e;
     return v;
   }
 
-  static StepSaved<Storage> offset_rows(StepSaved<Storage> v, int64_t e) {
-    v.i += e, v.j += e, v.f += e, v.o += e, v.h += e, v.c += e, v.tanhc += e;
+  // Rows from `first` on: e_cell = first * H elements into the H-wide tensors,
+  // e_hidden = first * R into h.
+  static StepSaved<Storage> offset_rows(StepSaved<Storage> v, int64_t e_cell, int64_t e_hidden) {
+    v.i += e_cell, v.j += e_cell, v.f += e_cell, v.o += e_cell, v.c += e_cell;
+    v.tanhc += e_cell;
+    v.h += e_hidden;
     return v;
   }
 
@@ -170,11 +195,15 @@ class ForwardDriver {
     const TensorView& w_hh = params_[base + 1];
     if constexpr (kFloat) {
       gather_weight<Acc>(w_ih, G, in_size, w.w_ih.data());
-      gather_weight<Acc>(w_hh, G, p_.H, w.w_hh.data());
+      gather_weight<Acc>(w_hh, G, p_.R, w.w_hh.data());
     } else {
       // Transposed: element (k, g) of w^T is w[g, k].
       gather_matrix<Acc>(w_ih, 0, in_size, w_ih.stride(1), G, w_ih.stride(0), w.w_ih.data(), G);
-      gather_matrix<Acc>(w_hh, 0, p_.H, w_hh.stride(1), G, w_hh.stride(0), w.w_hh.data(), G);
+      gather_matrix<Acc>(w_hh, 0, p_.R, w_hh.stride(1), G, w_hh.stride(0), w.w_hh.data(), G);
+    }
+    if (p_.projections()) {
+      gather_weight<Acc>(params_[p_.w_hr_index(s)], p_.P, p_.H, w.w_hr.data());
+      if constexpr (kFloat) w.projection.set_b_from_rows(w.w_hr.data(), p_.H);
     }
     Acc* bias = w.bias.data();
     if (p_.has_biases) {
@@ -188,25 +217,60 @@ class ForwardDriver {
     }
   }
 
-  // h[0] (and for float h[1]) and c_state <- hx of slot s (zeros without hx).
+  // h[0] (and for float h[1]) (B, R) and c_state (B, H) <- hx of slot s
+  // (zeros without hx).
   void load_state(int64_t s, DirectionWorkspace<Acc>& w) const {
     const TensorView* h0 = p_.has_hx ? &hx_[0] : nullptr;
     const TensorView* c0 = p_.has_hx ? &hx_[1] : nullptr;
-    gather_slot_rows<Acc>(p_, h0, s, 0, p_.B, w.h[0].data(), 0, p_.H);
-    gather_slot_rows<Acc>(p_, c0, s, 0, p_.B, w.c_state.data(), 0, p_.H);
-    if constexpr (kFloat) std::copy_n(w.h[0].data(), p_.B * p_.H, w.h[1].data());
+    gather_slot_rows<Acc>(h0, s, 0, p_.B, p_.R, w.h[0].data(), 0, p_.R);
+    gather_slot_rows<Acc>(c0, s, 0, p_.B, p_.H, w.c_state.data(), 0, p_.H);
+    if constexpr (kFloat) std::copy_n(w.h[0].data(), p_.B * p_.R, w.h[1].data());
   }
 
   // Saved positions (t, b >= step_batch[t]) get the carried state: rows b of
-  // h_carried and c_state (the final state for the forward direction, hx's
-  // for the reverse one before its loop).
+  // h_carried (B, R) and c_state (the final state for the forward direction,
+  // hx's for the reverse one before its loop).
   void fill_invalid(int64_t s, const Acc* h_carried, const DirectionWorkspace<Acc>& w) const {
     for (int64_t t = 0; t < p_.T; ++t) {
       const int64_t first = p_.step_batch[t];
       if (first == p_.B) continue;
-      const int64_t e = first * p_.H;
-      cell_pass_fill_invalid<Acc, Storage>(p_.B - first, p_.H, h_carried + e,
-                                           w.c_state.data() + e, offset_rows(saved_at(s, t), e));
+      const int64_t e = first * p_.H, e_hidden = first * p_.R;
+      StepSaved<Storage> saved = offset_rows(saved_at(s, t), e, e_hidden);
+      if (p_.projections()) {
+        // h is R wide: written here, the cell-wide tensors by the pass.
+        for (int64_t k = 0; k < (p_.B - first) * p_.R; ++k) {
+          saved.h[k] = StoreAs<Storage>::from(h_carried[e_hidden + k]);
+        }
+        saved.h = nullptr;
+      }
+      cell_pass_fill_invalid<Acc, Storage>(p_.B - first, p_.H, h_carried + e_hidden,
+                                           w.c_state.data() + e, saved);
+    }
+  }
+
+  // Projections, after step t's cell: h (rows, P) = m (rows, H) * w_hr^T into
+  // h_state (rows, P), right after the step while m is in cache (float: on
+  // the packed w_hr; 16-bit: rounded to the dtype, the value the call stores
+  // and the next products take); then into the layer output (ld D*P) and,
+  // when training, the saved h.
+  void project_step(int64_t rows, DirectionWorkspace<Acc>& w, Acc* h_state, Acc* layer_out,
+                    Storage* saved_h) const {
+    const int64_t P = p_.P, H = p_.H, DP = p_.D * P;
+    if constexpr (kFloat) {
+      std::fill(h_state, h_state + rows * P, 0.0f);
+      w.projection.accumulate(rows, w.cell_output.data(), H, h_state, P);
+      if constexpr (!std::is_same_v<Storage, float>) {
+        for (int64_t e = 0; e < rows * P; ++e) {
+          h_state[e] = static_cast<float>(StoreAs<Storage>::from(h_state[e]));
+        }
+      }
+    } else {
+      gemm(Transpose::No, Transpose::Yes, rows, P, H, Acc(1), w.cell_output.data(), H,
+           w.w_hr.data(), H, Acc(0), h_state, P);
+    }
+    for (int64_t r = 0; r < rows; ++r) std::copy_n(h_state + r * P, P, layer_out + r * DP);
+    if (saved_h != nullptr) {
+      for (int64_t e = 0; e < rows * P; ++e) saved_h[e] = StoreAs<Storage>::from(h_state[e]);
     }
   }
 
@@ -245,7 +309,8 @@ class ForwardDriver {
   void step_loop(int64_t s, int64_t dir, int p0, int p1, PairBarrier* barrier,
                  DirectionWorkspace<Acc>& w, const Acc* x, Acc* y) const {
     if constexpr (kFloat) {
-      const int64_t G = 4 * p_.H, DH = p_.D * p_.H, in_size = p_.slot_input_size[s];
+      const int64_t G = 4 * p_.H, DR = p_.D * p_.R, in_size = p_.slot_input_size[s];
+      const bool projections = p_.projections();
       for (int64_t n = 0; n < p_.T; ++n) {
         const int64_t t = dir == 0 ? n : p_.T - 1 - n;
         const int64_t off = p_.step_offset[t];
@@ -258,18 +323,28 @@ class ForwardDriver {
           a.gx = w.gates.data() + off * G;
         }
         a.h_prev = w.h[n % 2].data();
-        a.ld_h = p_.H;
+        a.ld_h = p_.R;
         a.bias = w.bias.data();
         a.c_state = w.c_state.data();
-        a.h_out = y + off * DH + dir * p_.H;
-        a.ld_out = DH;
-        a.h_next = w.h[(n + 1) % 2].data();
+        Acc* layer_out = y + off * DR + dir * p_.R;
+        if (projections) {  // the step's output is m (rows, H); h is its projection
+          a.h_out = w.cell_output.data();
+          a.ld_out = p_.H;
+        } else {
+          a.h_out = layer_out;
+          a.ld_out = DR;
+          a.h_next = w.h[(n + 1) % 2].data();
+        }
         const StepSaved<Storage> saved = p_.train ? saved_at(s, t) : StepSaved<Storage>{};
+        StepSaved<Storage> cell_saved = saved;
+        if (projections) cell_saved.h = nullptr;
         for (int part = p0; part < p1; ++part) {
           a.u_begin = plan_.threads.units[part].begin;
           a.u_end = plan_.threads.units[part].end;
-          step_forward<Storage>(w.step, a, p_.train ? &saved : nullptr);
+          step_forward<Storage>(w.step, a, p_.train ? &cell_saved : nullptr);
         }
+        // Split mode is planned off with projections (lstm_plan.h): one part.
+        if (projections) project_step(a.rows, w, w.h[(n + 1) % 2].data(), layer_out, saved.h);
         if (barrier != nullptr) barrier->wait();
       }
     } else {
@@ -277,20 +352,31 @@ class ForwardDriver {
     }
   }
 
-  // double: gates[t] += h * w_hh^T, then the cell pass, per step.
+  // double: gates[t] += h * w_hh^T, then the cell pass (and with
+  // projections h = m * w_hr^T), per step.
   void time_loop_double(int64_t s, int64_t dir, DirectionWorkspace<Acc>& w, Acc* y) const {
-    const int64_t G = 4 * p_.H, H = p_.H, DH = p_.D * p_.H;
+    const int64_t G = 4 * p_.H, H = p_.H, R = p_.R, DR = p_.D * p_.R;
     for (int64_t n = 0; n < p_.T; ++n) {
       const int64_t t = dir == 0 ? n : p_.T - 1 - n;
       const int64_t rows = p_.step_batch[t];
       const int64_t off = p_.step_offset[t];
       Acc* gates = w.gates.data() + off * G;
-      gemm(Transpose::No, Transpose::No, rows, G, H, Acc(1), w.h[0].data(), H, w.w_hh.data(), G,
+      gemm(Transpose::No, Transpose::No, rows, G, R, Acc(1), w.h[0].data(), R, w.w_hh.data(), G,
            Acc(1), gates, G);
       const StepSaved<Storage> saved = p_.train ? saved_at(s, t) : StepSaved<Storage>{};
-      cell_pass_forward<Acc, Storage>(rows, H, 0, H, gates, w.bias.data(), w.c_state.data(),
-                                      w.h[0].data(), y + off * DH + dir * H, DH,
-                                      p_.train ? &saved : nullptr);
+      Acc* layer_out = y + off * DR + dir * R;
+      if (!p_.projections()) {
+        cell_pass_forward<Acc, Storage>(rows, H, 0, H, gates, w.bias.data(), w.c_state.data(),
+                                        w.h[0].data(), layer_out, DR,
+                                        p_.train ? &saved : nullptr);
+        continue;
+      }
+      StepSaved<Storage> cell_saved = saved;
+      cell_saved.h = nullptr;
+      Acc* m = w.cell_output.data();  // m (rows, H) as the pass's h and output
+      cell_pass_forward<Acc, Storage>(rows, H, 0, H, gates, w.bias.data(), w.c_state.data(), m, m,
+                                      H, p_.train ? &cell_saved : nullptr);
+      project_step(rows, w, w.h[0].data(), layer_out, saved.h);
     }
   }
 
@@ -300,7 +386,7 @@ class ForwardDriver {
   void run_float_direction(int64_t s, int64_t dir, int64_t in_size, const Acc* x,
                            DirectionWorkspace<Acc>& w, Acc* y) {
     const bool concatenated = plan_.step_concatenated;
-    w.step.pack(w.w_ih.data(), in_size, w.w_hh.data(), p_.H, concatenated ? in_size : 0);
+    w.step.pack(w.w_ih.data(), in_size, w.w_hh.data(), p_.R, concatenated ? in_size : 0);
     if (plan_.threads.threading == Threading::SplitUnits) {
       const bool paired = run_pair([&](int part) {
         if (!concatenated) {
@@ -318,13 +404,13 @@ class ForwardDriver {
     step_loop(s, dir, 0, plan_.threads.parts, nullptr, w, x, y);
   }
 
-  // dst (B, H) <- each sequence's final h: the layer output at its last step
+  // dst (B, R) <- each sequence's final h: the layer output at its last step
   // (forward: len_b - 1; reverse: 0).
   void final_hidden(int64_t dir, const Acc* y, Acc* dst) const {
-    const int64_t DH = p_.D * p_.H;
+    const int64_t R = p_.R, DR = p_.D * R;
     for (int64_t b = 0; b < p_.B; ++b) {
       const int64_t t = dir == 0 ? p_.sequence_length(b) - 1 : 0;
-      std::copy_n(y + (p_.step_offset[t] + b) * DH + dir * p_.H, p_.H, dst + b * p_.H);
+      std::copy_n(y + (p_.step_offset[t] + b) * DR + dir * R, R, dst + b * R);
     }
   }
 
@@ -344,8 +430,8 @@ class ForwardDriver {
       project_half(1, s, in_size, x, w);
       time_loop_double(s, dir, w, y);
     }
-    scatter_slot<Acc>(p_, w.h[0].data(), out_.hy, s);
-    scatter_slot<Acc>(p_, w.c_state.data(), out_.cy, s);
+    scatter_slot<Acc>(p_, w.h[0].data(), p_.R, out_.hy, s);
+    scatter_slot<Acc>(p_, w.c_state.data(), p_.H, out_.cy, s);
     if (p_.train && dir == 0 && p_.variable_length) fill_invalid(s, w.h[0].data(), w);
   }
 

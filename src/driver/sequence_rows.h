@@ -45,24 +45,29 @@ void scatter_valid_rows(const LstmProblem& p, const Acc* src, int64_t features,
   }
 }
 
-// Columns [u0, u1) of rows [first, first + rows) of slot s of a (D*L, B, H)
-// view (hx entries, grad_hy, grad_cy) into dst (rows, H), row stride H; zeros
-// when v is null or undefined (an empty hx, an undefined gradient).
+// Columns [u0, u1) of rows [first, first + rows) of slot s of a (D*L, B,
+// width) view (hx entries, grad_hy, grad_cy: width R for h, H for c) into dst
+// (rows, width), row stride width; zeros when v is null or undefined (an
+// empty hx, an undefined gradient).
 template <class Acc>
-void gather_slot_rows(const LstmProblem& p, const TensorView* v, int64_t s, int64_t first,
-                      int64_t rows, Acc* dst, int64_t u0, int64_t u1) {
+void gather_slot_rows(const TensorView* v, int64_t s, int64_t first, int64_t rows, int64_t width,
+                      Acc* dst, int64_t u0, int64_t u1) {
   if (v == nullptr || !v->defined) {
-    for (int64_t r = 0; r < rows; ++r) std::fill(dst + r * p.H + u0, dst + r * p.H + u1, Acc(0));
+    for (int64_t r = 0; r < rows; ++r) {
+      std::fill(dst + r * width + u0, dst + r * width + u1, Acc(0));
+    }
     return;
   }
   gather_matrix<Acc>(*v, s * v->stride(0) + first * v->stride(1) + u0 * v->stride(2), rows,
-                     v->stride(1), u1 - u0, v->stride(2), dst + u0, p.H);
+                     v->stride(1), u1 - u0, v->stride(2), dst + u0, width);
 }
 
-// Slot s of a contiguous (D*L, B, H) output (hy, cy, dh0, dc0) <- src (B, H).
+// Slot s of a contiguous (D*L, B, width) output (hy, dh0: width R; cy, dc0:
+// H) <- src (B, width).
 template <class Acc>
-void scatter_slot(const LstmProblem& p, const Acc* src, const TensorView& v, int64_t s) {
-  scatter_matrix<Acc>(src, p.H, p.B, p.H, v, s * p.B * p.H, p.H, 1);
+void scatter_slot(const LstmProblem& p, const Acc* src, int64_t width, const TensorView& v,
+                  int64_t s) {
+  scatter_matrix<Acc>(src, width, p.B, width, v, s * p.B * width, width, 1);
 }
 
 // dst (rows, cols) contiguous <- a 2-D weight as stored (w_ih, w_hh, dW).

@@ -43,7 +43,7 @@ void cell_pass_fill_invalid(int64_t rows, int64_t H, const Acc* h_carried, const
     saved.j[e] = Storage{};
     saved.f[e] = Storage{};
     saved.o[e] = Storage{};
-    saved.h[e] = StoreAs<Storage>::from(h_carried[e]);
+    if (saved.h != nullptr) saved.h[e] = StoreAs<Storage>::from(h_carried[e]);
     saved.c[e] = StoreAs<Storage>::from(c_carried[e]);
   }
   // tanh(c) with the function the forward pass used, so the carried tanhc has

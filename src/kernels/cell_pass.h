@@ -13,7 +13,9 @@ namespace lstmop {
 namespace detail {
 
 // Where one step's saved activations go: rows (sequences) of [slot, t] in the
-// (D*L, T, B, H) saved tensors, each (rows, H) with row stride H.
+// (D*L, T, B, H) saved tensors, each (rows, H) with row stride H. h may be
+// null: with projections the saved h is (rows, P), the projection of the
+// cell's output, and the driver writes it.
 template <class Storage>
 struct StepSaved {
   Storage* i = nullptr;
@@ -41,7 +43,8 @@ void cell_pass_forward(int64_t rows, int64_t H, int64_t u_begin, int64_t u_end, 
 // Saved tensors at positions a sequence does not reach (rows of the step past
 // its batch size): 0 in i, j, f, o; the carried state in h, c; tanh(c) in
 // tanhc, with the forward pass's tanh (so the bits of the last valid step's).
-// h_carried, c_carried: (rows, H) row stride H.
+// h_carried, c_carried: (rows, H) row stride H (h_carried unread when saved.h
+// is null).
 template <class Acc, class Storage>
 void cell_pass_fill_invalid(int64_t rows, int64_t H, const Acc* h_carried, const Acc* c_carried,
                             const StepSaved<Storage>& saved);

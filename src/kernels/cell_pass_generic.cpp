@@ -45,7 +45,7 @@ void cell_pass_forward_generic(int64_t rows, int64_t H, int64_t u_begin, int64_t
         saved->o[e] = StoreAs<Storage>::from(go);
         saved->c[e] = StoreAs<Storage>::from(cn);
         saved->tanhc[e] = StoreAs<Storage>::from(tc);
-        saved->h[e] = StoreAs<Storage>::from(hn);
+        if (saved->h != nullptr) saved->h[e] = StoreAs<Storage>::from(hn);
       }
     }
   }

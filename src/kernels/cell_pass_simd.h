@@ -160,7 +160,7 @@ LSTMOP_CELL_TARGET inline void forward_block(int64_t H, int64_t k, int64_t count
     store_saved<V, kFull>(saved->o + e, m, count, go);
     store_saved<V, kFull>(saved->c + e, m, count, cn);
     store_saved<V, kFull>(saved->tanhc + e, m, count, tc);
-    store_saved<V, kFull>(saved->h + e, m, count, hn);
+    if (saved->h != nullptr) store_saved<V, kFull>(saved->h + e, m, count, hn);
   }
 }
 

@@ -19,7 +19,13 @@
 //   h = m, rounded to Storage when that is float16 or bfloat16 (the 16-bit rule:
 //   the next product multiplies h as the call stores it)
 //   h_out[r * ld_out + u] = h;  h_next[r * H + u] = h (when given)
-//   saved (when given): i, j, f, o, c, tanhc = tanh(c), h of the step in Storage.
+//   saved (when given): i, j, f, o, c, tanhc = tanh(c), h (unless saved->h is
+//   null) of the step in Storage.
+//
+// With projections (LSTMP) the driver runs the recurrent chain over the
+// P-wide h (k_hidden = P, ld_h = P) and takes h_out as m = o * tanh(c)
+// (rows, H), rounded like h for 16-bit storage (the operand of the w_hr
+// product); h_next and saved->h are null and h = m w_hr^T is its own product.
 //
 // Every pre-activation element is one fma chain in the order above, and the
 // cell's arithmetic is cell_pass_simd.h's, whatever the ISA body (AVX-512 or

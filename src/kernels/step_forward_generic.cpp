@@ -54,7 +54,7 @@ void step_forward_generic(const ForwardStepWeights& w, const ForwardStepArgs& s,
         saved->o[e] = StoreAs<Storage>::from(go);
         saved->c[e] = StoreAs<Storage>::from(cn);
         saved->tanhc[e] = StoreAs<Storage>::from(tc);
-        saved->h[e] = StoreAs<Storage>::from(hn);
+        if (saved->h != nullptr) saved->h[e] = StoreAs<Storage>::from(hn);
       }
     }
   }

@@ -139,7 +139,7 @@ LSTMOP_CELL_TARGET void tile(const ForwardStepWeights& w, const ForwardStepArgs&
       store_as<V, Storage>(saved->o + e, m, count, go);
       store_as<V, Storage>(saved->c + e, m, count, cn);
       store_as<V, Storage>(saved->tanhc + e, m, count, tc);
-      store_as<V, Storage>(saved->h + e, m, count, hn);
+      if (saved->h != nullptr) store_as<V, Storage>(saved->h + e, m, count, hn);
     }
   }
 }

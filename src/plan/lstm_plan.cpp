@@ -16,7 +16,8 @@ ThreadPlan plan_threads(const LstmProblem& p) {
   const bool float_compute = p.dtype != DType::Float64;
   if (threads >= 2 && p.D == 2) {
     t.threading = Threading::DirectionsInParallel;
-  } else if (threads >= 2 && p.D == 1 && float_compute && worth_splitting(p)) {
+  } else if (threads >= 2 && p.D == 1 && float_compute && !p.projections() &&
+             worth_splitting(p)) {
     t.threading = Threading::SplitUnits;
   }
   const bool parallel = t.threading == Threading::DirectionsInParallel;
@@ -60,8 +61,8 @@ RowHalf row_half(int64_t n, int64_t part) {
 ForwardPlan plan_forward(const LstmProblem& p) {
   ForwardPlan plan;
   plan.threads = plan_threads(p);
-  const int64_t N = p.valid_rows(), G = 4 * p.H, DH = p.D * p.H;
-  const int64_t max_in = std::max(p.I, DH);
+  const int64_t N = p.valid_rows(), G = 4 * p.H, DR = p.D * p.R;
+  const int64_t max_in = std::max(p.I, DR);
   const bool float_compute = p.dtype != DType::Float64;
   plan.step_concatenated = float_compute && p.B >= kConcatenatedMinBatch;
   plan.step_isa = kernels::kernel_choice().step_forward;
@@ -71,7 +72,7 @@ ForwardPlan plan_forward(const LstmProblem& p) {
     plan.bf16_projection_candidate = half_macs >= kBf16ProjectionMinMacs && bf16_gemm_available();
   }
   plan.input = N * p.I;
-  plan.layer_output = N * DH;
+  plan.layer_output = N * DR;
   plan.layer_outputs = std::min<int64_t>(p.L, 2);
   if (plan.bf16_projection_candidate) {
     plan.input_bits = N * p.I;
@@ -79,32 +80,45 @@ ForwardPlan plan_forward(const LstmProblem& p) {
   }
   plan.gates = plan.step_concatenated ? 0 : N * G;
   plan.w_ih = max_in * G;
-  plan.w_hh = p.H * G;
+  plan.w_hh = p.R * G;
   plan.bias = G;
   plan.state = p.B * p.H;
+  plan.hidden_state = p.B * p.R;
+  if (p.projections()) {
+    plan.w_hr = p.P * p.H;
+    plan.cell_output = p.B * p.H;
+  }
   return plan;
 }
 
 BackwardPlan plan_backward(const LstmProblem& p) {
   BackwardPlan plan;
   plan.threads = plan_threads(p);
-  const int64_t N = p.valid_rows(), G = 4 * p.H, DH = p.D * p.H;
-  const int64_t max_in = std::max(p.I, DH);
+  const int64_t N = p.valid_rows(), G = 4 * p.H, DR = p.D * p.R;
+  const int64_t max_in = std::max(p.I, DR);
   plan.weight_gradients_tn = p.dtype != DType::Float64 && gemm_tn_at_full_rate();
   plan.layer_rows = N * max_in;
   plan.d_gates = N * G;
   plan.w_ih = (G + kTransposePad) * max_in;
-  plan.w_hh = G * p.H;
-  plan.h_prev = N * p.H;
+  plan.w_hh = G * p.R;
+  plan.h_prev = N * p.R;
   plan.state = p.B * p.H;
   plan.dw_ih = G * max_in;
-  plan.dw_hh = G * p.H;
+  plan.dw_hh = G * p.R;
   plan.db = G;
   if (!plan.weight_gradients_tn) {
     const int64_t chunk = transposed_stride(std::min(N, kWeightGradChunk));
     plan.d_gates_t = G * chunk;
     plan.x_t = max_in * chunk;
-    plan.h_prev_t = p.H * chunk;
+    plan.h_prev_t = p.R * chunk;
+  }
+  if (p.projections()) {
+    plan.w_hr = p.P * p.H;
+    plan.dh_total = N * p.P;
+    plan.cell_output = N * p.H;
+    plan.dw_hr = p.P * p.H;
+    plan.cell_output_gradient = p.B * p.H;
+    plan.zero_row = p.H;
   }
   return plan;
 }

@@ -19,9 +19,12 @@ enum class Threading {
   // Bidirectional with >= 2 threads: the two directions of a layer at once,
   // each with its own scratch.
   DirectionsInParallel,
-  // Split mode (float, one direction, >= 2 threads, worth_splitting): the
-  // hidden units in two parts, one thread each, in lockstep (a barrier per
-  // step; src/README.md).
+  // Split mode (float, one direction, >= 2 threads, worth_splitting, no
+  // projections): the hidden units in two parts, one thread each, in
+  // lockstep (a barrier per step; src/README.md). With projections a step's
+  // h needs every unit's m (h = m w_hr^T), which would take a second barrier
+  // per step (cell, then projection) while the recurrent product over P
+  // columns is R/H of the unprojected one's: not planned.
   SplitUnits,
 };
 const char* threading_name(Threading threading);
@@ -64,7 +67,7 @@ struct ThreadPlan {
   UnitRange units[2] = {{0, 0}, {0, 0}};
 };
 
-// Multiply-adds in one half of layer 0's projection from which the bfloat16
+// Multiply-adds in one half of layer 0's input product from which the bfloat16
 // GEMM is used: below, oneDNN's ~40 us primitive lookup costs more than the
 // faster product saves.
 constexpr double kBf16ProjectionMinMacs = 4194304.0;  // 2^22
@@ -87,18 +90,24 @@ struct ForwardPlan {
   // large enough: the driver gathers the bfloat16 operands and uses
   // gemm_bf16_nt when they pass bf16_operands_normal.
   bool bf16_projection_candidate = false;
-  // Element counts of the scratch buffers.
+  // Element counts of the scratch buffers. R is the width of h (P with
+  // projections, else H).
   int64_t input = 0;          // x0 (N, I)
-  int64_t layer_output = 0;   // y (N, D*H), layer_outputs of them
+  int64_t layer_output = 0;   // y (N, D*R), layer_outputs of them
   int64_t layer_outputs = 0;  // min(L, 2): layers alternate between them
   int64_t input_bits = 0;     // bfloat16 candidate: the input's bits (N, I)
   int64_t w_ih_bits = 0;      // ... and each direction's layer-0 w_ih bits (4H, I)
   // Per direction workspace:
   int64_t gates = 0;          // (N, 4H); 0 in the concatenated form
-  int64_t w_ih = 0;           // (4H, max(I, D*H))
-  int64_t w_hh = 0;           // (4H, H)
+  int64_t w_ih = 0;           // (4H, max(I, D*R))
+  int64_t w_hh = 0;           // (4H, R)
   int64_t bias = 0;           // (4H)
-  int64_t state = 0;          // c, and h twice: the step's input and output (B, H)
+  int64_t state = 0;          // c (B, H)
+  int64_t hidden_state = 0;   // h twice: the step's input and output (B, R)
+  // Projections only (else 0): w_hr (P, H) as stored, and the cell's output
+  // m = o * tanh(c) of one step (B, H), the operand of h = m w_hr^T.
+  int64_t w_hr = 0;
+  int64_t cell_output = 0;
 };
 
 // Rows of d_gates per weight-gradient product on the transposed path: bounds
@@ -120,20 +129,28 @@ struct BackwardPlan {
   // operands (NT), d_in as NT on w_ih held transposed.
   bool weight_gradients_tn = false;
   // Element counts of the scratch buffers.
+  // R is the width of h (P with projections, else H); max_in = max(I, D*R).
   int64_t layer_rows = 0;      // a layer's input, output gradient, input gradient (N, max_in)
   // d_gates (N, 4H), one per direction workspace: directions one after the
   // other share one (each adds its share of d_in when it is done).
   int64_t d_gates = 0;
   int64_t w_ih = 0;            // every direction: (4H + pad, max_in)
-  int64_t w_hh = 0;            // (4H, H)
-  int64_t h_prev = 0;          // (N, H)
-  int64_t state = 0;           // dh, dc, one step's saved tensors (B, H)
+  int64_t w_hh = 0;            // (4H, R)
+  int64_t h_prev = 0;          // (N, R)
+  int64_t state = 0;           // dh (B, R), dc, one step's saved tensors (B, H)
   int64_t dw_ih = 0;           // (4H, max_in)
-  int64_t dw_hh = 0;           // (4H, H)
+  int64_t dw_hh = 0;           // (4H, R)
   int64_t db = 0;              // (4H)
   // Transposed path: a chunk of d_gates, x_l, h_prev transposed (4H,
-  // max_in, H rows of transposed_stride(min(N, kWeightGradChunk))); else 0.
+  // max_in, R rows of transposed_stride(min(N, kWeightGradChunk))); else 0.
   int64_t d_gates_t = 0, x_t = 0, h_prev_t = 0;
+  // Projections only (else 0): w_hr (P, H); dh_total (N, P), the gradient of
+  // every row's h (kept for dw_hr); the cell outputs m = o * tanhc (N, H);
+  // dw_hr (P, H) = dh_total^T m, one TN product after the time loop; one
+  // step's dm = dh_total w_hr (B, H); a zero row (H) for the cell pass's
+  // output-gradient operand (its gradient arrives through dm).
+  int64_t w_hr = 0, dh_total = 0, cell_output = 0, dw_hr = 0, cell_output_gradient = 0;
+  int64_t zero_row = 0;
 };
 
 // Reads get_num_threads() and the kernel table once.

@@ -18,6 +18,13 @@ struct SequenceLayout {
 
 struct LstmProblem {
   int64_t T = 0, B = 0, I = 0, H = 0;
+  // Projections (proj_size, "LSTMP"): P = the rows of every slot's w_hr (P, H),
+  // 1 <= P < H, h_t = w_hr (o * tanh(c_t)); P = 0 without projections.
+  int64_t P = 0;
+  // The width of h and of everything that carries it (h0, hy, the saved h,
+  // output's features per direction, w_hh's columns): P with projections,
+  // else H. c keeps H features.
+  int64_t R = 0;
   int64_t L = 0, D = 0;  // layers, directions
   int64_t slots = 0;     // D * L; slot s = l * D + d is layer l, direction d
   bool variable_length = false;  // batch_sizes given and non-empty
@@ -26,7 +33,8 @@ struct LstmProblem {
   bool train = false;
   bool has_hx = false;
   DType dtype = DType::Float32;
-  int64_t params_per_slot = 2;                // 2 or 4
+  // [w_ih, w_hh, (b_ih, b_hh,) (w_hr)]: 2 or 4, one more with projections.
+  int64_t params_per_slot = 2;
   std::vector<int64_t> slot_input_size;       // I_l of each slot
   // Valid rows of each step (sequences 0..batch_sizes[t]-1): B every step in
   // fixed-length mode, the values of batch_sizes with variable length. Empty
@@ -36,6 +44,9 @@ struct LstmProblem {
   // entries, the last one is the number of valid (t, b) rows.
   std::vector<int64_t> step_offset;
 
+  bool projections() const { return P > 0; }
+  // Index of slot s's w_hr in params (projections only): the slot's last entry.
+  int64_t w_hr_index(int64_t s) const { return (s + 1) * params_per_slot - 1; }
   int64_t valid_rows() const { return step_offset.empty() ? 0 : step_offset.back(); }
   // len_b, the number of steps of sequence b (needs step_batch).
   int64_t sequence_length(int64_t b) const;

@@ -18,9 +18,10 @@ inline double sigmoid(double x) { return 1.0 / (1.0 + std::exp(-x)); }
 // The contract's 16-bit model (CONTRACT.md, "The 16-bit dtypes"): products
 // take their operands as 16-bit values, so h is rounded to the dtype as the
 // call stores it (the value of `output` and of the saved h, and the operand
-// of the next step's and the next layer's products); c is carried from step
-// to step in float32. Every other quantity stays in double. float32 and
-// float64 keep h and c in double.
+// of the next step's and the next layer's products); with projections also
+// m = o * tanh(c), the operand of the w_hr product (product_operand); c is
+// carried from step to step in float32. Every other quantity stays in double.
+// float32 and float64 keep h, m and c in double.
 class PrecisionModel {
  public:
   explicit PrecisionModel(DType dtype) : dtype_(dtype) {}
@@ -32,6 +33,8 @@ class PrecisionModel {
       default: return h;
     }
   }
+  // An operand of a product other than h (m = o * tanh(c) with projections).
+  double product_operand(double v) const { return stored_hidden(v); }
   double carried_cell(double c) const {
     const bool sixteen_bit = dtype_ == DType::Float16 || dtype_ == DType::BFloat16;
     return sixteen_bit ? static_cast<double>(static_cast<float>(c)) : c;
@@ -44,8 +47,9 @@ class PrecisionModel {
 // One slot's parameters widened to double, row-major.
 struct SlotWeights {
   std::vector<double> w_ih;  // (4H, I_l)
-  std::vector<double> w_hh;  // (4H, H)
+  std::vector<double> w_hh;  // (4H, R)
   std::vector<double> bias;  // (4H): b_ih + b_hh, zeros without biases
+  std::vector<double> w_hr;  // (P, H) with projections, else empty
 };
 
 inline std::vector<double> read_all(const TensorView& v) {
@@ -71,6 +75,7 @@ inline SlotWeights read_slot(const lstmop::detail::LstmProblem& d, const TensorL
     const std::vector<double> b_hh = read_all(params[base + 3]);
     for (std::size_t g = 0; g < w.bias.size(); ++g) w.bias[g] = b_ih[g] + b_hh[g];
   }
+  if (d.projections()) w.w_hr = read_all(params[d.w_hr_index(slot)]);
   return w;
 }
 

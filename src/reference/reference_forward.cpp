@@ -1,8 +1,10 @@
 // The reference forward: the contract's cell as plain loops in double, every
-// sequence of the batch run on its own with its own length. For float16 and
+// sequence of the batch run on its own with its own length; with projections
+// h = w_hr m, m = o * tanh(c) (R = P features of h, H of c). For float16 and
 // bfloat16 it states the contract's 16-bit model (detail::PrecisionModel): h
 // is rounded to the dtype as the call stores it, and that value is what the
-// next step and the next layer multiply; c is carried in float32.
+// next step and the next layer multiply; m is rounded before the w_hr product;
+// c is carried in float32.
 #include <algorithm>
 #include <cmath>
 #include <vector>
@@ -39,10 +41,11 @@ ForwardResult lstm_forward(const TensorView& input, const TensorList& hx, const 
     r.c = allocate("c", f64, shapes.c, true);
     r.tanhc = allocate("tanhc", f64, shapes.tanhc, true);
 
-    const int64_t T = d.T, B = d.B, H = d.H, D = d.D;
-    // Saved tensors (S, T, B, H), contiguous.
+    const int64_t T = d.T, B = d.B, H = d.H, R = d.R, D = d.D;
+    // Saved tensors (S, T, B, H), contiguous; h is (S, T, B, R).
     auto saved = [&](const Tensor& t, int64_t s, int64_t step, int64_t b) {
-      return t.data<double>() + ((s * T + step) * B + b) * H;
+      const int64_t width = &t == &r.h ? R : H;
+      return t.data<double>() + ((s * T + step) * B + b) * width;
     };
 
     // The current layer's input, (T, B, I_l), padded positions unused.
@@ -59,18 +62,16 @@ ForwardResult lstm_forward(const TensorView& input, const TensorList& hx, const 
     }
 
     const detail::PrecisionModel model(d.dtype);
-    std::vector<double> h(H), c(H), h0(H), c0(H), a(4 * H);
+    std::vector<double> h(R), c(H), h0(R), c0(H), a(4 * H), m(H);
     for (int64_t l = 0; l < d.L; ++l) {
-      std::vector<double> layer_out(static_cast<std::size_t>(T * B * D * H), 0.0);
+      std::vector<double> layer_out(static_cast<std::size_t>(T * B * D * R), 0.0);
       for (int64_t dir = 0; dir < D; ++dir) {
         const int64_t s = l * D + dir;
         const detail::SlotWeights w = detail::read_slot(d, params, s);
         for (int64_t b = 0; b < B; ++b) {
           const int64_t len = d.sequence_length(b);
-          for (int64_t k = 0; k < H; ++k) {
-            h0[k] = d.has_hx ? detail::at3(hx[0], s, b, k) : 0.0;
-            c0[k] = d.has_hx ? detail::at3(hx[1], s, b, k) : 0.0;
-          }
+          for (int64_t k = 0; k < R; ++k) h0[k] = d.has_hx ? detail::at3(hx[0], s, b, k) : 0.0;
+          for (int64_t k = 0; k < H; ++k) c0[k] = d.has_hx ? detail::at3(hx[1], s, b, k) : 0.0;
           h = h0;
           c = c0;
           for (int64_t n = 0; n < len; ++n) {
@@ -79,7 +80,7 @@ ForwardResult lstm_forward(const TensorView& input, const TensorList& hx, const 
             for (int64_t g = 0; g < 4 * H; ++g) {
               double sum = w.bias[g];
               for (int64_t k = 0; k < in_size; ++k) sum += w.w_ih[g * in_size + k] * x[k];
-              for (int64_t k = 0; k < H; ++k) sum += w.w_hh[g * H + k] * h[k];
+              for (int64_t k = 0; k < R; ++k) sum += w.w_hh[g * R + k] * h[k];
               a[g] = sum;
             }
             for (int64_t k = 0; k < H; ++k) {
@@ -90,7 +91,9 @@ ForwardResult lstm_forward(const TensorView& input, const TensorList& hx, const 
               const double go = detail::sigmoid(a[3 * H + k]);
               c[k] = model.carried_cell(gf * c[k] + gi * gj);
               const double tc = std::tanh(c[k]);
-              h[k] = model.stored_hidden(go * tc);
+              // Without projections m is h; with them the operand of w_hr.
+              m[k] = d.projections() ? model.product_operand(go * tc)
+                                     : model.stored_hidden(go * tc);
               if (train) {
                 saved(r.i, s, t, b)[k] = gi;
                 saved(r.j, s, t, b)[k] = gj;
@@ -98,23 +101,30 @@ ForwardResult lstm_forward(const TensorView& input, const TensorList& hx, const 
                 saved(r.o, s, t, b)[k] = go;
                 saved(r.c, s, t, b)[k] = c[k];
                 saved(r.tanhc, s, t, b)[k] = tc;
-                saved(r.h, s, t, b)[k] = h[k];
               }
-              layer_out[(t * B + b) * D * H + dir * H + k] = h[k];
+            }
+            for (int64_t k = 0; k < R; ++k) {
+              if (d.projections()) {
+                double sum = 0.0;
+                for (int64_t u = 0; u < H; ++u) sum += w.w_hr[k * H + u] * m[u];
+                h[k] = model.stored_hidden(sum);
+              } else {
+                h[k] = m[k];
+              }
+              if (train) saved(r.h, s, t, b)[k] = h[k];
+              layer_out[(t * B + b) * D * R + dir * R + k] = h[k];
             }
           }
-          for (int64_t k = 0; k < H; ++k) {
-            r.hy.data<double>()[(s * B + b) * H + k] = h[k];
-            r.cy.data<double>()[(s * B + b) * H + k] = c[k];
-          }
+          for (int64_t k = 0; k < R; ++k) r.hy.data<double>()[(s * B + b) * R + k] = h[k];
+          for (int64_t k = 0; k < H; ++k) r.cy.data<double>()[(s * B + b) * H + k] = c[k];
           if (train) {
             // Positions past the sequence's end: gates 0, the carried state
             // (forward: the last valid step's; reverse: the initial one).
             const std::vector<double>& hc = dir == 0 ? h : h0;
             const std::vector<double>& cc = dir == 0 ? c : c0;
             for (int64_t t = len; t < T; ++t) {
+              for (int64_t k = 0; k < R; ++k) saved(r.h, s, t, b)[k] = hc[k];
               for (int64_t k = 0; k < H; ++k) {
-                saved(r.h, s, t, b)[k] = hc[k];
                 saved(r.c, s, t, b)[k] = cc[k];
                 saved(r.tanhc, s, t, b)[k] = std::tanh(cc[k]);
               }
@@ -123,16 +133,16 @@ ForwardResult lstm_forward(const TensorView& input, const TensorList& hx, const 
         }
       }
       layer_in.swap(layer_out);
-      in_size = D * H;
+      in_size = D * R;
     }
 
     // Output rows of valid positions; the others stay 0.
     const lstmop::detail::SequenceLayout out_layout = d.sequence_layout(r.output);
     for (int64_t t = 0; t < T; ++t) {
       for (int64_t b = 0; b < d.step_batch[t]; ++b) {
-        for (int64_t k = 0; k < D * H; ++k) {
+        for (int64_t k = 0; k < D * R; ++k) {
           r.output.data<double>()[t * out_layout.t_stride + b * out_layout.b_stride +
-                                  k * out_layout.f_stride] = layer_in[(t * B + b) * D * H + k];
+                                  k * out_layout.f_stride] = layer_in[(t * B + b) * D * R + k];
         }
       }
     }

@@ -149,10 +149,11 @@ ForwardResult sentinel_forward_outputs(const LstmProblem& p) {
 
 BackwardResult sentinel_backward_outputs(const LstmProblem& p) {
   const DType dt = p.cfg.dtype;
-  const std::vector<int64_t> state{p.cfg.S(), p.cfg.B, p.cfg.H};
+  const std::vector<int64_t> hidden{p.cfg.S(), p.cfg.B, p.cfg.R()};
+  const std::vector<int64_t> cell{p.cfg.S(), p.cfg.B, p.cfg.H};
   BackwardResult r;
   r.dx = sentinel_tensor(dt, p.input.sizes());
-  r.dhx = {sentinel_tensor(dt, state), sentinel_tensor(dt, state)};
+  r.dhx = {sentinel_tensor(dt, hidden), sentinel_tensor(dt, cell)};
   for (const Tensor& t : p.params) r.dparams.push_back(sentinel_tensor(dt, t.sizes()));
   return r;
 }

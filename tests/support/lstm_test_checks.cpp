@@ -80,7 +80,8 @@ double accumulation_tolerance(DType dtype, double depth, bool backward) {
 }
 
 double forward_depth(const LstmConfig& c) {
-  const double K = static_cast<double>(std::max(c.I, c.D() * c.H) + c.H + 2);
+  const double K = static_cast<double>(std::max(c.I, c.D() * c.R()) + c.R() + 2 +
+                                      (c.P > 0 ? c.H : 0));
   return K * static_cast<double>(c.T * c.L);
 }
 

@@ -214,8 +214,9 @@ int64_t LstmConfig::length(int64_t b) const {
 
 std::string LstmConfig::name() const {
   std::ostringstream s;
-  s << lstmop::dtype_name(dtype) << " T" << T << " B" << B << " I" << I << " H" << H << " L" << L
-    << " D" << D() << " bias=" << has_biases << " batch_first=" << batch_first
+  s << lstmop::dtype_name(dtype) << " T" << T << " B" << B << " I" << I << " H" << H;
+  if (P > 0) s << " P" << P;
+  s << " L" << L << " D" << D() << " bias=" << has_biases << " batch_first=" << batch_first
     << " train=" << train << " hx=" << with_hx;
   if (packed) {
     s << " lengths=[";
@@ -286,19 +287,21 @@ LstmProblem make_problem(const LstmConfig& cfg, uint64_t seed, double weight_sca
     p.input = random_tensor(dt, {cfg.T, cfg.B, cfg.I}, rng);
   }
   if (cfg.with_hx) {
-    p.hx.push_back(random_tensor(dt, {cfg.S(), cfg.B, cfg.H}, rng));
+    p.hx.push_back(random_tensor(dt, {cfg.S(), cfg.B, cfg.R()}, rng));
     p.hx.push_back(random_tensor(dt, {cfg.S(), cfg.B, cfg.H}, rng));
   }
   const double w = weight_scale / std::sqrt(static_cast<double>(cfg.H));
   for (int64_t l = 0; l < cfg.L; ++l) {
-    const int64_t in_size = l == 0 ? cfg.I : cfg.D() * cfg.H;
+    const int64_t in_size = l == 0 ? cfg.I : cfg.D() * cfg.R();
     for (int64_t d = 0; d < cfg.D(); ++d) {
       p.params.push_back(random_tensor(dt, {4 * cfg.H, in_size}, rng, -w, w));
-      p.params.push_back(random_tensor(dt, {4 * cfg.H, cfg.H}, rng, -w, w));
+      p.params.push_back(random_tensor(dt, {4 * cfg.H, cfg.R()}, rng, -w, w));
       if (cfg.has_biases) {
         p.params.push_back(random_tensor(dt, {4 * cfg.H}, rng, -w, w));
         p.params.push_back(random_tensor(dt, {4 * cfg.H}, rng, -w, w));
       }
+      // torch.nn.LSTM initialises w_hr like the others: 1/sqrt(hidden_size).
+      if (cfg.P > 0) p.params.push_back(random_tensor(dt, {cfg.P, cfg.H}, rng, -w, w));
     }
   }
   return p;
@@ -315,7 +318,7 @@ LstmProblem converted_problem(const LstmProblem& p, DType dtype) {
 
 namespace {
 std::vector<int64_t> output_shape(const LstmConfig& c) {
-  const int64_t F = c.D() * c.H;
+  const int64_t F = c.D() * c.R();
   if (c.packed) return {c.T * c.B, F};
   if (c.batch_first) return {c.B, c.T, F};
   return {c.T, c.B, F};
@@ -327,7 +330,7 @@ LstmGrads make_grads(const LstmProblem& p, uint64_t seed) {
   const LstmConfig& c = p.cfg;
   LstmGrads g;
   g.grad_y = random_tensor(c.dtype, output_shape(c), rng);
-  g.grad_hy = random_tensor(c.dtype, {c.S(), c.B, c.H}, rng);
+  g.grad_hy = random_tensor(c.dtype, {c.S(), c.B, c.R()}, rng);
   g.grad_cy = random_tensor(c.dtype, {c.S(), c.B, c.H}, rng);
   return g;
 }

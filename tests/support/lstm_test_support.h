@@ -80,6 +80,9 @@ StridedTensor expanded(const TensorView& v, int64_t dim, int64_t size);
 
 struct LstmConfig {
   int64_t T = 3, B = 2, I = 3, H = 2, L = 1;
+  // proj_size: 0 without projections; else 1 <= P < H and every slot ends
+  // with w_hr (P, H), h is P wide.
+  int64_t P = 0;
   bool has_biases = true;
   bool bidirectional = false;
   bool batch_first = false;
@@ -90,6 +93,8 @@ struct LstmConfig {
   DType dtype = DType::Float32;
 
   int64_t D() const { return bidirectional ? 2 : 1; }
+  // The width of h: P with projections, else H.
+  int64_t R() const { return P > 0 ? P : H; }
   int64_t S() const { return D() * L; }
   // Length of sequence b (T in fixed-length mode).
   int64_t length(int64_t b) const;
@@ -105,7 +110,7 @@ struct LstmProblem {
   LstmConfig cfg;
   Tensor input;               // (T, B, I), (B, T, I) or (T*B, I)
   std::vector<Tensor> hx;     // {} or {h0, c0}
-  std::vector<Tensor> params; // slot by slot: w_ih, w_hh[, b_ih, b_hh]
+  std::vector<Tensor> params; // slot by slot: w_ih, w_hh[, b_ih, b_hh][, w_hr]
   Tensor batch_sizes;         // int64 (T,) when packed, else undefined
 
   TensorList hx_list() const;
@@ -179,9 +184,9 @@ void expect_near_reference(const LstmConfig& cfg, uint64_t seed);
 double accumulation_tolerance(DType dtype, double depth, bool backward);
 
 // Accumulation depth of a configuration. Forward: every gate sums
-// K = max(I, D*H) + H + 2 products and sums, chained over T steps and L
-// layers: K * T * L. Backward: the weight gradients sum that over T * B
-// rows: K * T * L * B.
+// K = max(I, D*R) + R + 2 products and sums (with projections H more: the
+// w_hr product), chained over T steps and L layers: K * T * L. Backward: the
+// weight gradients sum that over T * B rows: K * T * L * B.
 double forward_depth(const LstmConfig& cfg);
 double backward_depth(const LstmConfig& cfg);
 
