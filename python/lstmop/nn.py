@@ -82,10 +82,9 @@ def _check_packed_batch_sizes(batch_sizes):
 class LSTM(torch.nn.LSTM):
     def __init__(self, input_size, hidden_size, num_layers=1, bias=True, batch_first=False,
                  dropout=0.0, bidirectional=False, proj_size=0, device=None, dtype=None):
-        if proj_size > 0:
-            raise NotImplementedError(
-                "lstmop.nn.LSTM does not implement proj_size > 0 (LSTM with projections), "
-                f"got proj_size={proj_size}; use torch.nn.LSTM for a projected LSTM")
+        # proj_size > 0 (LSTM with projections): torch.nn.LSTM's constructor checks it and
+        # adds weight_hr_l{k}[_reverse] to every layer and direction, last in _flat_weights,
+        # the order the op's params take (docs/lstm.md, "Projections").
         super().__init__(input_size, hidden_size, num_layers=_checked_num_layers(num_layers),
                          bias=bias, batch_first=batch_first, dropout=dropout,
                          bidirectional=bidirectional, proj_size=proj_size, device=device,

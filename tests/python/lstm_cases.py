@@ -22,6 +22,7 @@ class Config:
     batch_first: bool
     with_hx: bool
     lengths: list = None  # variable-length mode when not None (sorted, lengths[0] == T)
+    proj_size: int = 0  # LSTM with projections when > 0: h (and hx[0]) is proj_size wide
 
     @property
     def D(self):
@@ -32,13 +33,19 @@ class Config:
         return self.D * self.L
 
     @property
+    def R(self):
+        """The width of h: proj_size with projections, else H."""
+        return self.proj_size if self.proj_size > 0 else self.H
+
+    @property
     def variable_length(self):
         return self.lengths is not None
 
     def __str__(self):
         mode = f"lengths={self.lengths}" if self.variable_length else (
             "batch_first" if self.batch_first else "time_major")
-        return (f"T{self.T} B{self.B} I{self.I} H{self.H} L{self.L} D{self.D} "
+        proj = f" P{self.proj_size}" if self.proj_size > 0 else ""
+        return (f"T{self.T} B{self.B} I{self.I} H{self.H}{proj} L{self.L} D{self.D} "
                 f"bias={int(self.bias)} hx={int(self.with_hx)} {mode}")
 
 
@@ -89,7 +96,8 @@ def valid_mask(batch_sizes, B):
 def make_module(cfg, dtype=torch.float64, seed=0):
     torch.manual_seed(seed)
     return torch.nn.LSTM(cfg.I, cfg.H, num_layers=cfg.L, bias=cfg.bias,
-                         batch_first=cfg.batch_first, bidirectional=cfg.bidirectional).to(dtype)
+                         batch_first=cfg.batch_first, bidirectional=cfg.bidirectional,
+                         proj_size=cfg.proj_size).to(dtype)
 
 
 def flat_params(module):
@@ -99,7 +107,7 @@ def flat_params(module):
 
 def make_inputs(cfg, dtype=torch.float64, seed=1):
     """(x, hx): x (T, B, I), (B, T, I) if batch_first, or (T*B, I) padded rows when variable
-    length (invalid rows 0); hx [h0, c0] or []."""
+    length (invalid rows 0); hx [h0 (S, B, R), c0 (S, B, H)] or []."""
     g = torch.Generator().manual_seed(seed)
     x = torch.randn(cfg.T, cfg.B, cfg.I, generator=g, dtype=torch.float64)
     if cfg.variable_length:
@@ -110,7 +118,7 @@ def make_inputs(cfg, dtype=torch.float64, seed=1):
         x = x.transpose(0, 1).contiguous()
     hx = []
     if cfg.with_hx:
-        hx = [torch.randn(cfg.S, cfg.B, cfg.H, generator=g, dtype=torch.float64),
+        hx = [torch.randn(cfg.S, cfg.B, cfg.R, generator=g, dtype=torch.float64),
               torch.randn(cfg.S, cfg.B, cfg.H, generator=g, dtype=torch.float64)]
     return x.to(dtype), [h.to(dtype) for h in hx]
 
@@ -151,22 +159,24 @@ def packed_input(cfg, x):
 def reference_forward(cfg, x, hx, params):
     """The contract's forward in float64 Python loops, one sequence at a time.
 
-    Returns the ten outputs of a train=True call (output in the op's layout)."""
+    Returns the ten outputs of a train=True call (output in the op's layout). With projections
+    (cfg.proj_size > 0) every slot's params end with w_hr (P, H) and h = w_hr (o * tanh(c))."""
     x = x.double()
     hx = [h.double() for h in hx]
     params = [p.double() for p in params]
-    T, B, H, S, D = cfg.T, cfg.B, cfg.H, cfg.S, cfg.D
+    T, B, H, R, S, D = cfg.T, cfg.B, cfg.H, cfg.R, cfg.S, cfg.D
     if cfg.variable_length:
         x_tm = x.reshape(T, B, cfg.I)
         lengths = cfg.lengths
     else:
         x_tm = x.transpose(0, 1) if cfg.batch_first else x
         lengths = [T] * B
-    per_slot = 4 if cfg.bias else 2
+    per_slot = (4 if cfg.bias else 2) + (1 if cfg.proj_size > 0 else 0)
     zeros = lambda *shape: torch.zeros(*shape, dtype=torch.float64)
     i_all, j_all, f_all, o_all = (zeros(S, T, B, H) for _ in range(4))
-    h_all, c_all, tanhc_all = (zeros(S, T, B, H) for _ in range(3))
-    hy, cy = zeros(S, B, H), zeros(S, B, H)
+    c_all, tanhc_all = (zeros(S, T, B, H) for _ in range(2))
+    h_all = zeros(S, T, B, R)
+    hy, cy = zeros(S, B, R), zeros(S, B, H)
     layer_input = x_tm
     for layer in range(cfg.L):
         directions = []
@@ -174,10 +184,11 @@ def reference_forward(cfg, x, hx, params):
             s = layer * D + d
             w_ih, w_hh = params[s * per_slot], params[s * per_slot + 1]
             b = params[s * per_slot + 2] + params[s * per_slot + 3] if cfg.bias else zeros(4 * H)
-            out = zeros(T, B, H)
+            w_hr = params[s * per_slot + per_slot - 1] if cfg.proj_size > 0 else None
+            out = zeros(T, B, R)
             for bb in range(B):
                 n = lengths[bb]
-                h0 = hx[0][s, bb] if hx else zeros(H)
+                h0 = hx[0][s, bb] if hx else zeros(R)
                 c0 = hx[1][s, bb] if hx else zeros(H)
                 h, c = h0, c0
                 for t in (range(n) if d == 0 else range(n - 1, -1, -1)):
@@ -186,7 +197,7 @@ def reference_forward(cfg, x, hx, params):
                     j, o = torch.tanh(a[2 * H:3 * H]), torch.sigmoid(a[3 * H:])
                     c = f * c + i * j
                     tc = torch.tanh(c)
-                    h = o * tc
+                    h = o * tc if w_hr is None else w_hr @ (o * tc)
                     i_all[s, t, bb], j_all[s, t, bb], f_all[s, t, bb] = i, j, f
                     o_all[s, t, bb], h_all[s, t, bb], c_all[s, t, bb] = o, h, c
                     tanhc_all[s, t, bb] = tc
@@ -203,7 +214,7 @@ def reference_forward(cfg, x, hx, params):
         layer_input = torch.cat(directions, -1)
     output = layer_input
     if cfg.variable_length:
-        output = output.reshape(T * B, D * H)
+        output = output.reshape(T * B, D * R)
     elif cfg.batch_first:
         output = output.transpose(0, 1)
     return output, hy, cy, i_all, j_all, f_all, o_all, h_all, c_all, tanhc_all

@@ -181,11 +181,16 @@ def test_state_dict_loads_both_ways():
     torch.testing.assert_close(ours(x)[0], fresh(x)[0])
 
 
-def test_proj_size_is_not_implemented():
-    with pytest.raises(NotImplementedError, match="proj_size"):
-        lstmop.nn.LSTM(4, 8, proj_size=2)
-    with pytest.raises(ValueError):  # torch's own check
-        lstmop.nn.LSTM(4, 8, proj_size=-1)
+def test_proj_size_builds_torchs_projected_lstm():
+    """proj_size > 0 is torch.nn.LSTM's LSTM with projections (tests/python/test_projections.py
+    checks it in every mode); out-of-range values are torch's own ValueError."""
+    lstm = lstmop.nn.LSTM(4, 8, proj_size=2)
+    assert lstm.proj_size == 2 and lstm.weight_hr_l0.shape == (2, 8)
+    output, (hn, cn) = lstm(torch.randn(3, 5, 4))
+    assert output.shape == (3, 5, 2) and hn.shape == (1, 5, 2) and cn.shape == (1, 5, 8)
+    for bad in (-1, 8):
+        with pytest.raises(ValueError, match="proj_size"):  # torch's own check
+            lstmop.nn.LSTM(4, 8, proj_size=bad)
 
 
 def test_hidden_dimension_errors_are_torchs():

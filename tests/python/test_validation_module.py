@@ -66,8 +66,10 @@ def test_hidden_size_zero():
     expect_error(lambda: module(hidden_size=0), ["hidden_size"], error=ValueError)  # torch's own
 
 
-def test_proj_size_is_not_implemented():
-    expect_error(lambda: module(proj_size=2), ["proj_size"], error=NotImplementedError)
+@pytest.mark.parametrize("proj_size", [-1, 3, 9])
+def test_proj_size_out_of_range(proj_size):
+    # torch's own check (hidden_size is 3 here): ValueError naming proj_size.
+    expect_error(lambda: module(proj_size=proj_size), ["proj_size"], error=ValueError)
 
 
 # ------------------------------------------------------------------------------------------
