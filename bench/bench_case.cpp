@@ -45,6 +45,8 @@ void validate(const BenchCase& c) {
   if (c.mode != "infer" && c.mode != "train")
     throw std::runtime_error("--mode must be infer or train, got '" + c.mode + "'");
   if (c.threads < 1) throw std::runtime_error("--threads must be >= 1");
+  if (c.proj < 0 || (c.proj > 0 && c.proj >= c.H))
+    throw std::runtime_error("--proj must be 0 or lie in [1, H)");
   if (!c.lengths.empty()) {
     if (static_cast<int64_t>(c.lengths.size()) != c.B)
       throw std::runtime_error("--lengths must have --B entries");
@@ -75,6 +77,7 @@ Command parse_command(int argc, char** argv) {
     else if (flag == "--I") c.I = parse_int(flag, value());
     else if (flag == "--H") c.H = parse_int(flag, value());
     else if (flag == "--layers") c.layers = parse_int(flag, value());
+    else if (flag == "--proj") c.proj = parse_int(flag, value());
     else if (flag == "--bidirectional") c.bidirectional = parse_int(flag, value()) != 0;
     else if (flag == "--dtype") c.dtype = value();
     else if (flag == "--mode") c.mode = value();

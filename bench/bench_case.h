@@ -4,6 +4,7 @@
 // A peer binary is started once per case with the case on its command line:
 //   --T 100 --B 64 --I 512 --H 512 --layers 2 --bidirectional 1
 //   --dtype float32|bfloat16|float16 --mode infer|train
+//   [--proj P]       LSTM with projections (proj_size P, 1 <= P < H; 0 = none)
 //   [--lengths 100,97,...]  per-sequence lengths, non-increasing (variable length)
 //   [--threads N] [--seed S]
 // and then one of:
@@ -31,6 +32,7 @@ namespace lstmbench {
 struct BenchCase {
   int64_t T = 0, B = 0, I = 0, H = 0;
   int64_t layers = 1;
+  int64_t proj = 0;  // proj_size: 0 without projections
   bool bidirectional = false;
   std::string dtype = "float32";
   std::string mode = "infer";    // infer | train
@@ -39,6 +41,8 @@ struct BenchCase {
   uint64_t seed = 1;
 
   int64_t directions() const { return bidirectional ? 2 : 1; }
+  // The width of h: proj with projections, else H.
+  int64_t hidden_width() const { return proj > 0 ? proj : H; }
   bool train() const { return mode == "train"; }
   // batch_sizes[t] = number of sequences with length > t (PackedSequence order).
   std::vector<int64_t> batch_sizes() const;

@@ -69,8 +69,10 @@ class ModulePeer:
         torch.manual_seed(p.seed)
         dtype = TORCH_DTYPES[p.dtype]
         try:
-            reference = torch.nn.LSTM(p.I, p.H, p.layers, bidirectional=p.bidirectional)
-            module = self.module_class(p.I, p.H, p.layers, bidirectional=p.bidirectional)
+            reference = torch.nn.LSTM(p.I, p.H, p.layers, bidirectional=p.bidirectional,
+                                      proj_size=p.proj)
+            module = self.module_class(p.I, p.H, p.layers, bidirectional=p.bidirectional,
+                                       proj_size=p.proj)
             module.load_state_dict(reference.state_dict())  # every module peer: same weights
             self.module = module.to(dtype)
             x = (torch.rand(p.T, p.B, p.I) * 2 - 1).to(dtype)

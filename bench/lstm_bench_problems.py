@@ -1,5 +1,5 @@
-"""The benchmark's problems: the suite S1..S6, the --quick shapes, --shape parsing, FLOP counts
-and the speed-up targets of the performance issue."""
+"""The benchmark's problems: the suite S1..S7, the --quick shapes, --shape parsing, FLOP counts
+and the speed-up targets of the performance issue (S1..S6) and of the projections issue (S7)."""
 import dataclasses
 import random
 
@@ -19,6 +19,9 @@ class Problem:
     # Variable length: (min, max) of the uniform length draw; None = fixed length T.
     length_range: tuple = None
     seed: int = 1
+    # LSTM with projections (proj_size): h is `proj` wide, every layer and direction has
+    # w_hr (proj, H); 0 = none.
+    proj: int = 0
 
     @property
     def directions(self):
@@ -39,15 +42,27 @@ class Problem:
         lengths = self.lengths()
         return self.T * self.B if lengths is None else sum(lengths)
 
+    @property
+    def hidden_width(self):
+        """R, the width of h: proj with projections, else H."""
+        return self.proj if self.proj > 0 else self.H
+
     def flops(self, mode):
-        """Useful GEMM FLOPs: forward 2 * tokens * 4H * (I_l + H) per layer and direction;
-        training (forward + backward: dgates*W for dx and dh, dgates^T*[x h] for dW) 3x that.
-        Padded peers get the same count (their extra padded work is not useful work)."""
-        total = 0
+        """Useful GEMM FLOPs: forward 2 * tokens * (4H * (I_l + R) + P * H) per layer and
+        direction (R = P with projections, whose h = m w_hr^T adds P * H; else R = H and no
+        projection term); training (forward + backward: dgates*W for dx and dh, dgates^T*[x h]
+        for dW, dh*w_hr and dh^T*m for the projection) 3x that. Padded peers get the same count
+        (their extra padded work is not useful work)."""
+        total, R = 0, self.hidden_width
         for layer in range(self.layers):
-            in_size = self.I if layer == 0 else self.directions * self.H
-            total += self.directions * 2 * self.tokens() * 4 * self.H * (in_size + self.H)
+            in_size = self.I if layer == 0 else self.directions * R
+            per_token = 4 * self.H * (in_size + R) + self.proj * self.H
+            total += self.directions * 2 * self.tokens() * per_token
         return total * (3 if mode == "train" else 1)
+
+    def unprojected(self):
+        """The same problem without projections (h H wide): lstmop's own reference row."""
+        return dataclasses.replace(self, name=self.name + "-noproj", proj=0)
 
     def describe(self):
         text = f"T={self.T} B={self.B} I={self.I} H={self.H}"
@@ -57,13 +72,15 @@ class Problem:
             text += " bidir"
         if self.length_range is not None:
             text += f" len~U[{self.length_range[0]},{self.length_range[1]}]"
+        if self.proj > 0:
+            text += f" P={self.proj}"
         return text
 
     def peer_args(self, padded=False):
         """Command-line case of the C++ peers (bench/bench_case.h)."""
         args = ["--T", self.T, "--B", self.B, "--I", self.I, "--H", self.H,
                 "--layers", self.layers, "--bidirectional", int(self.bidirectional),
-                "--dtype", self.dtype, "--seed", self.seed]
+                "--dtype", self.dtype, "--seed", self.seed, "--proj", self.proj]
         lengths = self.lengths()
         if lengths is not None and not padded:
             args += ["--lengths", ",".join(str(n) for n in lengths)]
@@ -79,6 +96,7 @@ def suite():
         Problem("S4", 100, 64, 256, 256, bidirectional=True, length_range=(50, 100)),
         Problem("S5", 200, 8, 128, 128),
         Problem("S6", 50, 32, 256, 256, dtype="bfloat16"),
+        Problem("S7", 100, 32, 256, 512, layers=2, proj=128),
     ]
 
 
@@ -89,10 +107,13 @@ def quick():
         Problem("Q1", 5, 3, 4, 6, layers=2, bidirectional=True),
         Problem("Q2", 6, 4, 5, 3, bidirectional=True, length_range=(1, 6)),
         Problem("Q3", 4, 2, 8, 8, dtype="bfloat16"),
+        Problem("Q4", 5, 3, 4, 6, layers=2, proj=2),
     ]
 
 
-# (case, mode) -> (minimum speed-up vs torch, minimum speed-up vs oneDNN), 1 thread.
+# (case, mode) -> (minimum speed-up vs torch, minimum speed-up vs oneDNN, None: no target),
+# 1 thread. S7 (projections): oneDNN's peer runs no projections; S7's other target is
+# lstmop's GFLOP/s on S7 not below its own on S2 (run --cases S2,S7 and compare the rows).
 TARGETS = {
     ("S1", "infer"): (1.35, 1.0), ("S1", "train"): (1.35, 1.0),
     ("S2", "infer"): (1.35, 1.0), ("S2", "train"): (1.35, 1.0),
@@ -100,20 +121,22 @@ TARGETS = {
     ("S4", "infer"): (1.6, 1.25), ("S4", "train"): (4.0, 1.25),
     ("S5", "infer"): (5.0, 1.3), ("S5", "train"): (5.0, 1.3),
     ("S6", "infer"): (2.0, 1.0), ("S6", "train"): (2.0, 1.0),
+    ("S7", "infer"): (3.0, None), ("S7", "train"): (3.0, None),
 }
 # Cases where lstmop on 2 threads must reach this multiple of its own 1-thread speed.
 TWO_THREAD_SCALING = {"S1": 1.8, "S2": 1.8, "S4": 1.8}
 
 
 def parse_shape(text, index):
-    """'T=100,B=64,I=512,H=512[,L=2][,bidir=1][,len=50:100][,dtype=bfloat16][,name=X]'."""
+    """'T=100,B=64,I=512,H=512[,L=2][,bidir=1][,len=50:100][,P=128][,dtype=bfloat16][,name=X]'.
+    """
     fields = {}
     for item in text.split(","):
         if "=" not in item:
             raise ValueError(f"--shape {text!r}: expected key=value, got {item!r}")
         key, value = item.split("=", 1)
         fields[key.strip()] = value.strip()
-    known = {"T", "B", "I", "H", "L", "bidir", "len", "dtype", "name", "seed"}
+    known = {"T", "B", "I", "H", "L", "bidir", "len", "dtype", "name", "seed", "P"}
     unknown = set(fields) - known
     if unknown:
         raise ValueError(f"--shape {text!r}: unknown keys {sorted(unknown)}; known: {sorted(known)}")
@@ -132,7 +155,10 @@ def parse_shape(text, index):
     problem = Problem(fields.get("name", f"X{index}"), int(fields["T"]), int(fields["B"]),
                       int(fields["I"]), int(fields["H"]), layers=int(fields.get("L", 1)),
                       bidirectional=fields.get("bidir", "0") not in ("0", "false", "False"),
-                      dtype=dtype, length_range=length_range, seed=int(fields.get("seed", 1)))
+                      dtype=dtype, length_range=length_range, seed=int(fields.get("seed", 1)),
+                      proj=int(fields.get("P", 0)))
     if min(problem.T, problem.B, problem.I, problem.H, problem.layers) < 1:
         raise ValueError(f"--shape {text!r}: every size must be >= 1")
+    if problem.proj < 0 or problem.proj >= problem.H:
+        raise ValueError(f"--shape {text!r}: P must be 0 (no projections) or in [1, H)")
     return problem

@@ -1,7 +1,7 @@
 """Rows of results -> the console table, the CSV and the PNG chart."""
 import csv
 
-PEERS = ("lstmop", "torch", "onednn", "lstmop_cpp")
+PEERS = ("lstmop", "torch", "onednn", "lstmop_cpp", "lstmop_noproj")
 SHORT_DTYPE = {"float32": "f32", "bfloat16": "bf16", "float16": "f16"}
 
 COLUMNS = (["case", "shape", "dtype", "mode", "threads", "gflop", "sgemm_gflops"]
@@ -20,14 +20,16 @@ def fmt(value, digits=2):
 
 def print_table(rows, out):
     header = ["case", "dtype", "mode", "thr", "lstmop ms", "torch ms", "onednn ms", "cpp ms",
-              "lstmop GF/s", "torch GF/s", "onednn GF/s", "%sgemm", "x torch", "x onednn", "met"]
+              "lstmop GF/s", "torch GF/s", "onednn GF/s", "noproj GF/s", "%sgemm", "x torch",
+              "x onednn", "met"]
     lines = [header]
     for r in rows:
         lines.append([r["case"], r["dtype"], r["mode"], str(r["threads"]),
                       fmt(r["lstmop_ms"], 3), fmt(r["torch_ms"], 3), fmt(r["onednn_ms"], 3),
                       fmt(r["lstmop_cpp_ms"], 3),
                       fmt(r["lstmop_gflops"], 1), fmt(r["torch_gflops"], 1),
-                      fmt(r["onednn_gflops"], 1), fmt(r["lstmop_pct_sgemm"], 0),
+                      fmt(r["onednn_gflops"], 1), fmt(r.get("lstmop_noproj_gflops"), 1),
+                      fmt(r["lstmop_pct_sgemm"], 0),
                       fmt(r["speedup_vs_torch"]), fmt(r["speedup_vs_onednn"]), fmt(r["met"])])
     widths = [max(len(line[c]) for line in lines) for c in range(len(header))]
     for line in lines:
@@ -54,7 +56,7 @@ def write_chart(rows, path, title):
     modes = [m for m in ("infer", "train") if any(r["mode"] == m for r in rows)]
     fig, axes = plt.subplots(1, len(modes), figsize=(7 * len(modes), 4.5), squeeze=False)
     colors = {"lstmop": "tab:green", "torch": "tab:orange", "onednn": "tab:blue",
-              "lstmop_cpp": "tab:olive"}
+              "lstmop_cpp": "tab:olive", "lstmop_noproj": "tab:gray"}
     for ax, mode in zip(axes[0], modes):
         sel = [r for r in rows if r["mode"] == mode]
         labels = [f"{r['case']}\n{SHORT_DTYPE[r['dtype']]} {r['threads']}t" for r in sel]

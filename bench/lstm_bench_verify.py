@@ -5,7 +5,8 @@ and the gradients of x, h0, c0 and every parameter for a random output gradient.
 the same data as float32 files (bench_case.h, --verify-dir), computes forward + backward twice
 (the second pass must not see the first: diff weights that accumulate would show here), and
 every result must match within a float32 tolerance. A wrong gate order, weight transpose or
-bias would be off by O(1).
+bias would be off by O(1). V4 has projections (proj_size): the peers that run no projections
+answer "unsupported" there, which is no failure.
 """
 import pathlib
 import subprocess
@@ -19,6 +20,7 @@ PROBLEMS = [
     Problem("V1", 7, 3, 5, 4),
     Problem("V2", 6, 5, 3, 8, layers=2, bidirectional=True, seed=2),
     Problem("V3", 4, 2, 9, 6, layers=3, bidirectional=False, seed=3),
+    Problem("V4", 5, 3, 4, 7, layers=2, bidirectional=True, seed=4, proj=3),
 ]
 
 
@@ -40,13 +42,14 @@ def reference(problem):
         values = torch.rand(shape, generator=gen, dtype=torch.float64) * (hi - lo) + lo
         return values.float().double()
 
-    module = torch.nn.LSTM(p.I, p.H, p.layers, bidirectional=p.bidirectional).double()
+    module = torch.nn.LSTM(p.I, p.H, p.layers, bidirectional=p.bidirectional,
+                           proj_size=p.proj).double()
     with torch.no_grad():
         for w in module._flat_weights:
             w.copy_(draw(w.shape, -0.6, 0.6))
     slots = p.layers * p.directions
     x = draw((p.T, p.B, p.I), -1, 1).requires_grad_()
-    h0 = draw((slots, p.B, p.H), -0.5, 0.5).requires_grad_()
+    h0 = draw((slots, p.B, p.hidden_width), -0.5, 0.5).requires_grad_()
     c0 = draw((slots, p.B, p.H), -0.5, 0.5).requires_grad_()
     y, (hy, cy) = module(x, (h0, c0))
     gy = draw(y.shape, -1, 1)
@@ -58,7 +61,8 @@ def reference(problem):
 
 
 def verify_peer(name, binary, problem, out_dir, prefix):
-    """Returns (failure strings, worst error / scale); no failures = matches torch.nn.LSTM."""
+    """Returns (failure strings, worst error / scale); no failures = matches torch.nn.LSTM.
+    A peer that cannot compute the problem: ([], "unsupported: ...")."""
     ref = reference(problem)
     folder = pathlib.Path(out_dir) / f"{name}_{problem.name}"
     folder.mkdir(parents=True, exist_ok=True)
@@ -66,6 +70,8 @@ def verify_peer(name, binary, problem, out_dir, prefix):
         _write(folder / f"{key}.bin", ref[key])
     args = [binary] + problem.peer_args() + ["--mode", "train", "--verify-dir", str(folder)]
     run = subprocess.run(args, capture_output=True, text=True)
+    if run.returncode == 3 and run.stdout.startswith("unsupported:"):
+        return [], run.stdout.strip()
     if run.returncode != 0 or not run.stdout.startswith("verified"):
         return [f"{name} {problem.name}: {' '.join(args)} -> rc {run.returncode}: "
                 f"{run.stdout.strip()} {run.stderr.strip()}"], None
@@ -93,6 +99,9 @@ def verify(peers, out_dir, log):
     for name, binary, prefix in peers:
         for problem in PROBLEMS:
             found, worst = verify_peer(name, binary, problem, out_dir, prefix)
+            if isinstance(worst, str):
+                log.write(f"verify {name} {problem.name} ({problem.describe()}): {worst}\n")
+                continue
             log.write(f"verify {name} {problem.name} ({problem.describe()}): "
                       f"{'ok' if not found else 'FAILED'}, max error / scale "
                       f"{worst if worst is None else f'{worst:.2g}'} (limit 2e-5)\n")

@@ -4,7 +4,8 @@
 // lstm_backward_out with a gradient on the output only, into outputs
 // allocated once before timing (like the oneDNN peer's memories). Variable
 // length (--lengths) runs lstmop's batch_sizes mode: (T*B, I) rows, the
-// invalid ones zero.
+// invalid ones zero. --proj P adds w_hr (P, H) to every layer and direction
+// (LSTM with projections: h is P wide).
 #include <cmath>
 #include <cstring>
 #include <sstream>
@@ -55,7 +56,7 @@ class LstmopRun {
  public:
   explicit LstmopRun(const BenchCase& c) : c_(c), dtype_(dtype_of(c.dtype)) {
     lstmop::set_num_threads(c.threads);
-    const int64_t T = c.T, B = c.B, H = c.H, D = c.directions();
+    const int64_t T = c.T, B = c.B, H = c.H, R = c.hidden_width(), D = c.directions();
     variable_ = !c.lengths.empty();
     input_sizes_ = variable_ ? std::vector<int64_t>{T * B, c.I} : std::vector<int64_t>{T, B, c.I};
     std::vector<float> x(static_cast<std::size_t>(T * B * c.I));
@@ -72,11 +73,11 @@ class LstmopRun {
     const float bound = 1.0f / std::sqrt(static_cast<float>(H));
     uint64_t seed = c.seed;
     for (int64_t l = 0; l < c.layers; ++l) {
-      const int64_t in = l == 0 ? c.I : D * H;
+      const int64_t in = l == 0 ? c.I : D * R;
       for (int64_t d = 0; d < D; ++d) {
-        for (const std::vector<int64_t>& shape :
-             {std::vector<int64_t>{4 * H, in}, std::vector<int64_t>{4 * H, H},
-              std::vector<int64_t>{4 * H}, std::vector<int64_t>{4 * H}}) {
+        std::vector<std::vector<int64_t>> shapes{{4 * H, in}, {4 * H, R}, {4 * H}, {4 * H}};
+        if (c.proj > 0) shapes.push_back({c.proj, H});  // w_hr, last in the slot
+        for (const std::vector<int64_t>& shape : shapes) {
           int64_t n = 1;
           for (int64_t s : shape) n *= s;
           std::vector<float> v(static_cast<std::size_t>(n));
@@ -86,10 +87,10 @@ class LstmopRun {
       }
     }
     for (const Tensor& p : params_) param_views_.push_back(p.view());
-    std::vector<float> gy(static_cast<std::size_t>(T * B * D * H));
+    std::vector<float> gy(static_cast<std::size_t>(T * B * D * R));
     fill_uniform(gy.data(), static_cast<int64_t>(gy.size()), -1.0f, 1.0f, ++seed);
-    grad_y_ = from_floats(dtype_, variable_ ? std::vector<int64_t>{T * B, D * H}
-                                            : std::vector<int64_t>{T, B, D * H}, gy.data());
+    grad_y_ = from_floats(dtype_, variable_ ? std::vector<int64_t>{T * B, D * R}
+                                            : std::vector<int64_t>{T, B, D * R}, gy.data());
     allocate_outputs();
   }
 
@@ -106,9 +107,10 @@ class LstmopRun {
   void verify(const std::string& dir) {
     if (dtype_ != DType::Float32) throw std::runtime_error("--verify-dir needs --dtype float32");
     const int64_t T = c_.T, B = c_.B, H = c_.H, D = c_.directions(), S = c_.layers * D;
+    const int64_t R = c_.hidden_width();
     std::vector<float> x = read_floats(dir + "/x.bin", T * B * c_.I);
     input_ = from_floats(dtype_, input_sizes_, x.data());
-    Tensor h0 = from_floats(dtype_, {S, B, H}, read_floats(dir + "/h0.bin", S * B * H).data());
+    Tensor h0 = from_floats(dtype_, {S, B, R}, read_floats(dir + "/h0.bin", S * B * R).data());
     Tensor c0 = from_floats(dtype_, {S, B, H}, read_floats(dir + "/c0.bin", S * B * H).data());
     hx_ = {h0.view(), c0.view()};
     int64_t count = 0;
@@ -120,7 +122,7 @@ class LstmopRun {
       p += t.numel();
     }
     if (c_.train()) {
-      std::vector<float> gy = read_floats(dir + "/gy.bin", T * B * D * H);
+      std::vector<float> gy = read_floats(dir + "/gy.bin", T * B * D * R);
       std::memcpy(grad_y_.data<float>(), gy.data(), gy.size() * 4);
     }
     run_once();

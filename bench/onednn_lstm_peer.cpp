@@ -60,6 +60,10 @@ class OnednnLstm {
  public:
   explicit OnednnLstm(const BenchCase& c) : c_(c), eng_(dnnl::engine::kind::cpu, 0), stream_(eng_) {
     if (c.dtype == "float16") throw Unsupported("oneDNN 2.6 has no float16 LSTM on CPU");
+    if (c.proj > 0) {
+      throw Unsupported("this peer runs oneDNN's LSTM without projections (its LSTMP is "
+                        "inference-only on its fast kernels)");
+    }
     const dt data = c.dtype == "bfloat16" ? dt::bf16 : dt::f32;
     const int64_t T = c.T, B = c.B, H = c.H, D = c.directions();
     input_user_ = memory({{T, B, c.I}, dt::f32, tag::tnc}, eng_);
