@@ -80,6 +80,17 @@ std::vector<LstmConfig> configs() {
   LstmConfig f64 = out[2];
   f64.dtype = DType::Float64;
   out.push_back(f64);
+  // With projections (P = 13 and 20, partial panels): bidirectional (the
+  // directions on two threads), variable length, and one direction at the
+  // split-mode size (planned serial with projections); float32, bfloat16,
+  // float64, inference.
+  for (int variant = 0; variant < 5; ++variant) {
+    LstmConfig c = variant < 2 ? out[variant == 0 ? 0 : 2] : out[5];
+    c.P = variant < 2 ? 13 : 20;
+    c.dtype = variant == 3 ? DType::BFloat16 : (variant == 4 ? DType::Float64 : DType::Float32);
+    c.train = variant != 2;
+    out.push_back(c);
+  }
   return out;
 }
 

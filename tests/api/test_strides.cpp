@@ -157,6 +157,12 @@ std::vector<LstmConfig> stride_configs() {
   LstmConfig half = out[0];
   half.dtype = DType::Float16;
   out.push_back(half);
+  // With projections (w_hr (P, H) strided too; h0, saved h and grad_hy P wide).
+  for (int variant : {0, 4, 1}) {
+    LstmConfig projected = out[static_cast<std::size_t>(variant)];
+    projected.P = variant == 1 ? 5 : 2;
+    out.push_back(projected);
+  }
   return out;
 }
 

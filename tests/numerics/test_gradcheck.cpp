@@ -1,6 +1,7 @@
 // Finite-difference checks of the backward, in float64, for the reference and
 // the production implementation: every element of input, h0, c0 and every
-// parameter (w_ih, w_hh, b_ih, b_hh of every layer and direction), with the
+// parameter (w_ih, w_hh, b_ih, b_hh, and w_hr with projections, of every
+// layer and direction), with the
 // loss sum(grad_y * output) + sum(grad_hy * hy) + sum(grad_cy * cy) for random
 // grad_y, grad_hy, grad_cy. Each implementation's backward is checked against
 // central differences of its own forward.
@@ -116,6 +117,39 @@ TEST(GradCheck, FixedLengthUnidirectional2LayersBatchFirst) {
   c.batch_first = true;
   c.H = 3;
   gradcheck(c, 13);
+}
+
+// With projections (proj_size): w_hr (P, H) ends every slot, h and h0 are P
+// wide; every element of every gradient, dw_hr's included.
+TEST(GradCheck, ProjectionsFixedLengthBidirectional2Layers) {
+  LstmConfig c = small_config();
+  c.H = 3;
+  c.P = 2;
+  gradcheck(c, 21);
+}
+
+TEST(GradCheck, ProjectionsVariableLengthUnidirectional3LayersNoBiasesBatchFirst) {
+  LstmConfig c = small_config();
+  c.T = 4;
+  c.B = 3;
+  c.H = 4;
+  c.P = 1;
+  c.L = 3;
+  c.bidirectional = false;
+  c.has_biases = false;
+  c.packed = true;
+  c.lengths = {4, 3, 1};
+  gradcheck(c, 22);
+}
+
+TEST(GradCheck, ProjectionsBatchFirstBidirectional) {
+  LstmConfig c = small_config();
+  c.B = 3;
+  c.H = 5;
+  c.P = 3;
+  c.L = 1;
+  c.batch_first = true;
+  gradcheck(c, 23);
 }
 
 // Lengths 4, 2, 1: a sequence of length 1, one in the middle, one full.

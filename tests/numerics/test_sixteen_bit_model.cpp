@@ -1,6 +1,7 @@
 // The contract's 16-bit model (CONTRACT.md, "The 16-bit dtypes"), held
 // tightly: the reference states it (h rounded to the dtype as stored and
-// multiplied so by the next step and layer, c carried in float32), and the
+// multiplied so by the next step and layer, with projections m = o * tanh(c)
+// rounded before the w_hr product, c carried in float32), and the
 // production forward must agree with it to the rounding of each stored value.
 //
 // Measure: for every element of every forward output, the distance between
@@ -45,9 +46,21 @@ double ulp_of(DType dtype, double v) {
 struct UlpStats {
   double within_half = 0;  // fraction of elements within 0.5 ulp (+ 1/64)
   double mean = 0, max = 0;
+  double max_at = 0;       // the reference value of the largest distance
+  double max_floored = 0;  // the largest distance in ulps at max(|reference|, floor)
 };
 
-UlpStats ulp_stats(DType dtype, const TensorView& prod, const TensorView& ref) {
+// With projections h = w_hr m is a sum of H terms w * m (|w| <= 1/sqrt(H),
+// |m| < 1) that can cancel to a value far below them; when one m_u lies
+// within float32 noise of a rounding boundary of the dtype (the generic
+// body's std::exp / std::tanh give other float32 bits than the model's
+// double), m_u rounds the other way and h moves by |w| ulp(m_u): several
+// ulps of a small h, about one at the terms' own scale. The outlier bound of
+// the P-wide results is taken there: ulps at max(|h|, kProjectedFloor).
+constexpr double kProjectedFloor = 1.0 / 16;
+
+UlpStats ulp_stats(DType dtype, const TensorView& prod, const TensorView& ref,
+                   double floor = 0) {
   const std::vector<double> a = to_doubles(prod), b = to_doubles(ref);
   UlpStats s;
   if (a.empty()) {
@@ -59,7 +72,9 @@ UlpStats ulp_stats(DType dtype, const TensorView& prod, const TensorView& ref) {
     const double d = std::fabs(a[k] - b[k]) / ulp_of(dtype, b[k]);
     within += d <= 0.5 + 1.0 / 64;
     s.mean += d;
-    s.max = std::max(s.max, d);
+    if (d > s.max) s.max = d, s.max_at = b[k];
+    const double floored = std::max(std::fabs(b[k]), floor);
+    s.max_floored = std::max(s.max_floored, std::fabs(a[k] - b[k]) / ulp_of(dtype, floored));
   }
   s.within_half = static_cast<double>(within) / static_cast<double>(a.size());
   s.mean /= static_cast<double>(a.size());
@@ -73,10 +88,13 @@ void expect_model_forward(const LstmConfig& cfg, uint64_t seed) {
   const ForwardResult ref = run_reference_forward(p);  // the model of p's dtype
   const NamedViews a = forward_outputs(prod), b = forward_outputs(ref);
   for (std::size_t k = 0; k < a.size(); ++k) {
-    const UlpStats s = ulp_stats(cfg.dtype, a[k].second, b[k].second);
-    EXPECT_GE(s.within_half, 0.98) << a[k].first << ": mean " << s.mean << ", max " << s.max;
-    EXPECT_LE(s.mean, 0.35) << a[k].first;
-    EXPECT_LE(s.max, 4.0) << a[k].first;
+    const std::string& name = a[k].first;
+    const bool projected = cfg.P > 0 && (name == "output" || name == "hy" || name == "h");
+    const UlpStats s = ulp_stats(cfg.dtype, a[k].second, b[k].second,
+                                 projected ? kProjectedFloor : 0);
+    EXPECT_GE(s.within_half, 0.98) << name << ": mean " << s.mean << ", max " << s.max;
+    EXPECT_LE(s.mean, 0.35) << name;
+    EXPECT_LE(s.max_floored, 4.0) << name << ": largest distance " << s.max << " ulp at " << s.max_at;
   }
   if (cfg.train) expect_low_precision_near_reference(p, seed + 1);
 }
@@ -106,6 +124,12 @@ std::vector<LstmConfig> model_configs(DType dtype) {
   LstmConfig infer = config(6, 8, 16, 32, 2, false);
   infer.train = false;
   configs.push_back(infer);
+  // Projections: m = o * tanh(c) rounded before the w_hr product, h after
+  // it; both step forms, variable length.
+  for (LstmConfig c : {configs[0], configs[1], packed}) {
+    c.P = c.H == 40 ? 23 : 10;
+    configs.push_back(c);
+  }
   return configs;
 }
 
