@@ -47,8 +47,9 @@ const char* corruption_name(Corruption c) {
 
 std::string Case::describe() const {
   std::ostringstream s;
-  s << lstmop::dtype_name(dtype) << " T" << T << " B" << B << " I" << I << " H" << H << " L"
-    << L << " D" << D() << " bias=" << has_biases << " batch_first=" << batch_first
+  s << lstmop::dtype_name(dtype) << " T" << T << " B" << B << " I" << I << " H" << H;
+  if (P > 0) s << " P" << P;
+  s << " L" << L << " D" << D() << " bias=" << has_biases << " batch_first=" << batch_first
     << " train=" << train << " hx=" << with_hx << " special=" << special_values
     << " corruption=" << corruption_name(corruption) << "/" << corruption_detail;
   if (packed) {
@@ -132,6 +133,10 @@ Case decode_case(const uint8_t* data, std::size_t size) {
   const uint8_t grads = r.byte();
   for (int k = 0; k < 3; ++k) c.grad_defined[k] = !((grads >> k) & 1);
   const bool shared_params_storage = (grads >> 4) & 1;
+  // Bits 5-7: projections when nonzero, P = 1 + (code - 1) % (H - 1) in [1, H)
+  // (P = 1 = H when H = 1: refused, w_hr must have fewer rows than H).
+  const int proj_code = (grads >> 5) & 7;
+  if (proj_code != 0) c.P = 1 + (proj_code - 1) % std::max<int64_t>(1, c.H - 1);
   if (c.packed) {
     // B lengths in [1, T], sorted, the first one T.
     c.lengths.push_back(c.T);
@@ -143,7 +148,7 @@ Case decode_case(const uint8_t* data, std::size_t size) {
   const int detail = c.corruption_detail;
   int64_t T = c.T, B = c.B;
   if (k == Corruption::kEmptyTimeOrBatch) (detail & 1 ? T : B) = 0;
-  const int64_t D = c.D(), S = D * c.L, G = 4 * c.H;
+  const int64_t D = c.D(), S = D * c.L, G = 4 * c.H, R = c.R();
   uint64_t seed = c.value_seed;
 
   // input
@@ -208,7 +213,7 @@ Case decode_case(const uint8_t* data, std::size_t size) {
   // hx
   if (c.with_hx) {
     for (int j = 0; j < 2; ++j) {
-      std::vector<int64_t> sizes{S, B, c.H};
+      std::vector<int64_t> sizes{S, B, j == 0 ? R : c.H};
       DType dt = c.dtype;
       if (k == Corruption::kHxShape && (detail & 1) == j) sizes[(detail / 2) % 3] += 1;
       if (k == Corruption::kHxDtype && (detail & 1) == j) dt = other_dtype(c.dtype, detail / 2);
@@ -225,18 +230,20 @@ Case decode_case(const uint8_t* data, std::size_t size) {
     }
   }
 
-  // params, slot by slot: w_ih (4H, I_l), w_hh (4H, H) [, b_ih, b_hh (4H)],
-  // uniform in [-1/sqrt(H), 1/sqrt(H)] (PyTorch's initialisation).
+  // params, slot by slot: w_ih (4H, I_l), w_hh (4H, R) [, b_ih, b_hh (4H)]
+  // [, w_hr (P, H)], uniform in [-1/sqrt(H), 1/sqrt(H)] (PyTorch's
+  // initialisation).
   const double w = 1.0 / std::sqrt(static_cast<double>(c.H));
   std::vector<std::vector<int64_t>> shapes;
   for (int64_t s = 0; s < S; ++s) {
-    const int64_t in_size = s < D ? c.I : D * c.H;
+    const int64_t in_size = s < D ? c.I : D * R;
     shapes.push_back({G, in_size});
-    shapes.push_back({G, c.H});
+    shapes.push_back({G, R});
     if (c.has_biases) {
       shapes.push_back({G});
       shapes.push_back({G});
     }
+    if (c.P > 0) shapes.push_back({c.P, c.H});
   }
   const std::size_t target = shapes.empty() ? 0 : detail % shapes.size();
   if (k == Corruption::kParamShape) {

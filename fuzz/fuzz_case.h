@@ -67,6 +67,9 @@ struct Case {
   // Problem
   DType dtype = DType::Float32;
   int64_t T = 1, B = 1, I = 1, H = 1, L = 1;
+  // proj_size (LSTM with projections: every slot ends with w_hr (P, H), h is P
+  // wide); 0 without. P = H (when H = 1) is a refused call.
+  int64_t P = 0;
   bool bidirectional = false, has_biases = true, batch_first = false, train = true;
   bool with_hx = false, packed = false;
   std::vector<int64_t> lengths;  // packed: B non-increasing, lengths[0] == T
@@ -88,6 +91,8 @@ struct Case {
   uint64_t value_seed = 0;
 
   int64_t D() const { return bidirectional ? 2 : 1; }
+  // The width of h: P with projections, else H.
+  int64_t R() const { return P > 0 ? P : H; }
   std::string describe() const;
 };
 

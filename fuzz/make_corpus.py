@@ -3,7 +3,10 @@
 
 One seed per (corruption kind, dtype), the flags, sizes and layouts varied from seed to seed so
 that every flag, both value modes and every layout code family appear; plus valid cases of every
-dtype with every flag combination. Deterministic: running it again rewrites the same files.
+dtype with every flag combination; then the same with projections (byte 23 bits 5-7: proj_size):
+valid cases of every dtype and flag family, and the corruption kinds whose checks projections
+change. Deterministic: running it again rewrites the same files (the seeds with projections come
+last, drawn after the others, so those keep their bytes).
 
     python3 fuzz/make_corpus.py            # rewrites fuzz/corpus/
 """
@@ -61,6 +64,29 @@ def main():
         seeds.append(case_bytes(flags, rng.randint(1, 6), rng.randint(1, 5), rng.randint(1, 7),
                                 rng.randint(1, 9), rng.randint(1, 3), 0, 0, 0,
                                 rng.getrandbits(64), layouts, 0, tail))
+    # Projections (byte 23 bits 5-7, P = 1 + (code - 1) % (H - 1)): valid calls of every dtype
+    # over the flag families (H >= 2), contiguous and strided, both value modes, 2 threads.
+    for k in range(64):
+        flags = (k % 4) | (rng.randrange(64) << 2)
+        layouts = [0] * 6 if k % 3 else [rng.randrange(96, 256) for _ in range(6)]
+        tail = [rng.randrange(256) for _ in range(24)]
+        grads = (1 + k % 7) << 5 | (rng.randrange(8) if k % 5 == 0 else 0)
+        seeds.append(case_bytes(flags, rng.randint(1, 6), rng.randint(1, 5), rng.randint(1, 7),
+                                rng.randint(2, 9), rng.randint(1, 3), rng.choice([0, 7, 8, 15]),
+                                0, 0, rng.getrandbits(64), layouts, grads, tail))
+    # ... and every corruption kind with projections, one dtype each (H = 1 included: P = H,
+    # refused).
+    for kind in range(1, CORRUPTION_KINDS):
+        flags = (kind % 4) | (rng.randrange(64) << 2)
+        if kind in (12, 13, 14):
+            flags |= 128
+        layouts = [rng.choice([0, rng.randrange(96, 256)]) for _ in range(6)]
+        tail = [rng.randrange(256) for _ in range(24)]
+        seeds.append(case_bytes(flags, rng.randint(1, 6), rng.randint(1, 5), rng.randint(1, 7),
+                                rng.randint(1 if kind == 1 else 2, 9), rng.randint(1, 3),
+                                rng.choice([0, 7, 8, 15]), corruption_byte(kind),
+                                rng.randrange(256), rng.getrandbits(64), layouts,
+                                (1 + kind % 7) << 5, tail))
     for k, data in enumerate(seeds):
         (folder / f"seed_{k:03d}").write_bytes(data)
     print(f"wrote {len(seeds)} seeds to {folder}")
