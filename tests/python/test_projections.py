@@ -318,6 +318,27 @@ def test_meta_shapes_equal_cpu_shapes(cfg):
     assert grads[1][0].shape == (cfg.S, cfg.B, cfg.proj_size)
 
 
+@pytest.mark.parametrize("cfg", OP_CASES, ids=str)
+def test_functional_backward_reads_none_as_zeros_of_the_projected_shapes(cfg):
+    """lstmop.lstm_backward builds the zeros for None: grad_y (.., D*P), grad_hy (S, B, P),
+    grad_cy (S, B, H)."""
+    params = [p.detach() for p in lc.flat_params(lc.make_module(cfg))]
+    x, hx = lc.make_inputs(cfg)
+    out = lstmop.lstm(x, hx, params, cfg.bias, cfg.L, 0.0, True, cfg.bidirectional,
+                      **lc.op_kwargs(cfg))
+    saved = out[3:]
+    args = (x, hx, params, *saved, cfg.bias, cfg.L, 0.0, True, cfg.bidirectional)
+    for which in range(3):
+        grads = [torch.randn_like(t) for t in out[:3]]
+        with_none = list(grads)
+        with_none[which] = None
+        grads[which] = torch.zeros_like(out[which])
+        got = lstmop.lstm_backward(*with_none, *args, **lc.op_kwargs(cfg))
+        want = lstmop.lstm_backward(*grads, *args, **lc.op_kwargs(cfg))
+        for a, b in zip([got[0]] + got[1] + got[2], [want[0]] + want[1] + want[2]):
+            assert torch.equal(a, b)
+
+
 def test_module_gradient_penalty_matches_torch():
     """Double backward through the module with projections, weight_hr included."""
     torch.manual_seed(0)
