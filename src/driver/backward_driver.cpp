@@ -293,6 +293,13 @@ class BackwardDriver {
       }
       return;
     }
+    if (N == 0) {  // an empty batch: no chunk to sum, zero gradients
+      for (int part = p0; part < p1; ++part) {
+        std::fill_n(w.dw_ih.data() + part * half * in_size, half * in_size, Acc(0));
+        std::fill_n(w.dw_hh.data() + part * half * H, half * H, Acc(0));
+      }
+      return;
+    }
     for (int64_t r0 = 0; r0 < N; r0 += kWeightGradChunk) {
       const int64_t rows = std::min(kWeightGradChunk, N - r0);
       const int64_t ld = transposed_stride(rows);
