@@ -3,6 +3,8 @@
 
 #include <algorithm>
 
+#include "common/float_environment.h"
+#include "common/precision.h"
 #include "gemm/gemm.h"
 #include "lstmop/lstm.h"
 
@@ -63,19 +65,21 @@ ForwardPlan plan_forward(const LstmProblem& p) {
   const int64_t N = p.valid_rows(), G = 4 * p.H, DH = p.D * p.H;
   const int64_t max_in = std::max(p.I, DH);
   const bool float_compute = p.dtype != DType::Float64;
-  plan.step_concatenated = float_compute && p.B >= kConcatenatedMinBatch;
+  const bool bf16_operands =
+      p.dtype == DType::BFloat16 ||
+      (p.dtype == DType::Float32 && fp32_precision() == Fp32Precision::Bf16);
+  plan.bf16_products =
+      bf16_operands && kernels::kernel_choice().bf16_step && flushes_subnormals(p.dtype);
+  plan.step_concatenated =
+      plan.bf16_products || (float_compute && p.B >= kConcatenatedMinBatch);
   plan.step_isa = kernels::kernel_choice().step_forward;
-  // The concatenated form has no separate input product to serve.
-  if (p.dtype == DType::BFloat16 && !plan.step_concatenated) {
-    const double half_macs = static_cast<double>(plan.threads.row_halves[0].count) * G * p.I;
-    plan.bf16_projection_candidate = half_macs >= kBf16ProjectionMinMacs && bf16_gemm_available();
-  }
   plan.input = N * p.I;
   plan.layer_output = N * DH;
   plan.layer_outputs = std::min<int64_t>(p.L, 2);
-  if (plan.bf16_projection_candidate) {
+  if (plan.bf16_products) {
     plan.input_bits = N * p.I;
-    plan.w_ih_bits = G * p.I;
+    plan.layer_output_bits = N * DH;
+    plan.state_bits = p.B * p.H;
   }
   plan.gates = plan.step_concatenated ? 0 : N * G;
   plan.w_ih = max_in * G;

@@ -64,11 +64,6 @@ struct ThreadPlan {
   UnitRange units[2] = {{0, 0}, {0, 0}};
 };
 
-// Multiply-adds in one half of layer 0's projection from which the bfloat16
-// GEMM is used: below, oneDNN's ~40 us primitive lookup costs more than the
-// faster product saves.
-constexpr double kBf16ProjectionMinMacs = 4194304.0;  // 2^22
-
 // The fused forward step's concatenated form (step_forward.h: the input's
 // product inside each step's chains, no gates buffer) from this batch on: a
 // step's product then keeps the FMA units busy while w_ih and w_hh stream
@@ -83,16 +78,19 @@ struct ForwardPlan {
   // after one input product per direction); the ISA of its body.
   bool step_concatenated = false;
   kernels::Isa step_isa = kernels::Isa::Scalar;
-  // bfloat16, the bfloat16 GEMM available and layer 0's projection halves
-  // large enough: the driver gathers the bfloat16 operands and uses
-  // gemm_bf16_nt when they pass bf16_operands_normal.
-  bool bf16_projection_candidate = false;
+  // The products on bfloat16 dot-product units (step_forward_bf16.h, always
+  // the concatenated form): bfloat16 calls, and float32 calls with
+  // fp32_precision "bf16", where kernel_choice().bf16_step and the call
+  // flushes subnormals (the instruction does). Otherwise float FMAs on the
+  // same values: the same products, other sums.
+  bool bf16_products = false;
   // Element counts of the scratch buffers.
   int64_t input = 0;          // x0 (N, I)
   int64_t layer_output = 0;   // y (N, D*H), layer_outputs of them
   int64_t layer_outputs = 0;  // min(L, 2): layers alternate between them
-  int64_t input_bits = 0;     // bfloat16 candidate: the input's bits (N, I)
-  int64_t w_ih_bits = 0;      // ... and each direction's layer-0 w_ih bits (4H, I)
+  int64_t input_bits = 0;     // bf16_products: the input's bfloat16 bits (N, I)
+  int64_t layer_output_bits = 0;  // ... and a layer's output's (N, D*H)
+  int64_t state_bits = 0;     // ... and the steps' h operands, twice (B, H)
   // Per direction workspace:
   int64_t gates = 0;          // (N, 4H); 0 in the concatenated form
   int64_t w_ih = 0;           // (4H, max(I, D*H))
