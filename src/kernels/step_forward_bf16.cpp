@@ -9,6 +9,7 @@
 
 #include <immintrin.h>
 
+#include <algorithm>
 #include <cstring>
 #include <type_traits>
 
@@ -181,6 +182,28 @@ LSTMOP_CELL_TARGET void tile_rows(int rows, const Bf16StepWeights& w, const Bf16
   }
 }
 
+// pack of Bf16StepWeights for one part of one panel (rows < 2^27 apart): per
+// pair p the 16 units' columns k = 2p and 2p + 1 gathered, rounded to
+// bfloat16 (vcvtneps2bf16: nearest even), and interleaved as 32-bit pairs.
+LSTMOP_CELL_TARGET void pack_pairs(uint16_t* part, int64_t pairs_count, int64_t count,
+                                   const float* w, int64_t ld, int64_t units) {
+  const __mmask16 valid = static_cast<__mmask16>((1u << units) - 1u);
+  const __m512i rows = _mm512_mullo_epi32(
+      _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
+      _mm512_set1_epi32(static_cast<int>(ld)));
+  for (int64_t p = 0; p < pairs_count; ++p) {
+    const int64_t k = 2 * p;
+    const __m512 first = _mm512_mask_i32gather_ps(_mm512_setzero_ps(), valid, rows, w + k, 4);
+    const __m512 second =
+        k + 1 < count
+            ? _mm512_mask_i32gather_ps(_mm512_setzero_ps(), valid, rows, w + k + 1, 4)
+            : _mm512_setzero_ps();
+    const __m512i lo = _mm512_cvtepu16_epi32((__m256i)_mm512_cvtneps_pbh(first));
+    const __m512i hi = _mm512_cvtepu16_epi32((__m256i)_mm512_cvtneps_pbh(second));
+    _mm512_storeu_si512(part + p * 2 * kWidth, _mm512_or_si512(lo, _mm512_slli_epi32(hi, 16)));
+  }
+}
+
 }  // namespace
 
 void Bf16StepWeights::allocate(WorkspaceArena& arena, int64_t H, int64_t max_k_input,
@@ -199,23 +222,32 @@ void Bf16StepWeights::pack(const float* w_ih, int64_t ld_ih, const float* w_hh, 
   const int64_t P0 = pairs(k_input_), P1 = pairs(k_hidden_);
   const int64_t groups = (H_ + kWidth - 1) / kWidth;
   uint16_t* out = packed_.data();
+  // One part (w_ih's or w_hh's columns) of one panel: pair p of unit `lane`
+  // at (p * 16 + lane) * 2, written in memory order.
+  auto pack_part = [&](uint16_t* part, int64_t pairs_count, int64_t count, const float* w,
+                       int64_t ld, int64_t first_row, int64_t units) {
+    if (ld < (int64_t{1} << 27)) {
+      pack_pairs(part, pairs_count, count, w + first_row * ld, ld, units);
+      return;
+    }
+    for (int64_t p = 0; p < pairs_count; ++p) {
+      uint16_t* dst = part + p * 2 * kWidth;
+      const int64_t k = 2 * p;
+      for (int64_t lane = 0; lane < kWidth; ++lane) {
+        const float* row = w + (first_row + lane) * ld;
+        const bool valid = lane < units;
+        dst[2 * lane] = valid && k < count ? float_to_bfloat16(row[k]) : uint16_t{0};
+        dst[2 * lane + 1] = valid && k + 1 < count ? float_to_bfloat16(row[k + 1]) : uint16_t{0};
+      }
+    }
+  };
   for (int64_t g = 0; g < groups; ++g) {
+    const int64_t units = std::min<int64_t>(kWidth, H_ - g * kWidth);
     for (int64_t q = 0; q < 4; ++q) {
       uint16_t* panel = out + (g * 4 + q) * (P0 + P1) * 2 * kWidth;
-      for (int64_t lane = 0; lane < kWidth; ++lane) {
-        const int64_t unit = g * kWidth + lane;
-        const bool valid = unit < H_;
-        const float* row_ih = valid ? w_ih + (q * H_ + unit) * ld_ih : nullptr;
-        const float* row_hh = valid ? w_hh + (q * H_ + unit) * ld_hh : nullptr;
-        // Element (k, lane) of a part with `pairs` rows: panel[(p * 16 + lane) * 2 + k % 2].
-        auto put = [&](uint16_t* part, int64_t k, int64_t count, const float* row) {
-          const int64_t p = k / 2;
-          part[(p * kWidth + lane) * 2 + k % 2] =
-              valid && k < count ? float_to_bfloat16(row[k]) : uint16_t{0};
-        };
-        for (int64_t k = 0; k < 2 * P0; ++k) put(panel, k, k_input_, row_ih);
-        for (int64_t k = 0; k < 2 * P1; ++k) put(panel + P0 * 2 * kWidth, k, k_hidden_, row_hh);
-      }
+      const int64_t first_row = q * H_ + g * kWidth;
+      pack_part(panel, P0, k_input_, w_ih, ld_ih, first_row, units);
+      pack_part(panel + P0 * 2 * kWidth, P1, k_hidden_, w_hh, ld_hh, first_row, units);
     }
   }
 }
