@@ -31,6 +31,7 @@
 #include "gemm/transpose.h"
 #include "kernels/cell_pass.h"
 #include "kernels/recurrent_product.h"
+#include "kernels/recurrent_product_bf16.h"
 #include "plan/lstm_plan.h"
 
 namespace lstmop {
@@ -52,6 +53,9 @@ struct DirectionWorkspace {
   Workspace<Acc> step[kSavedCount];   // one step's i, j, f, o, tanhc, c_prev (B, H)
   RecurrentProduct recurrent;         // float: w_hh (4H, H) packed for the dh product
   RecurrentProduct part_recurrent[2]; // split mode: w_hh's columns of each part's units
+  // bf16_products: d_gates, h_prev and w_ih as bfloat16 bits; w_hh packed.
+  Workspace<uint16_t> d_gates_bits, h_prev_bits, w_ih_bits;
+  Bf16RecurrentProduct bf16_recurrent;
 };
 
 template <class Acc>
@@ -75,11 +79,22 @@ class BackwardDriver {
       // when it is done and the second reuses the first's d_gates.
       if (k < t.direction_workspaces) {
         arena_.add(w.d_gates, "the gate gradients (valid rows, 4H)", plan_.d_gates);
+        if (plan_.bf16_products) {
+          arena_.add(w.d_gates_bits, "the gate gradients' bfloat16 values (valid rows, 4H)",
+                     plan_.d_gates_bits);
+        }
       }
       arena_.add(w.w_ih, "w_ih (4H, input_size), or w_ih^T", plan_.w_ih);
+      if (plan_.bf16_products) {
+        arena_.add(w.w_ih_bits, "w_ih's bfloat16 values (4H, input_size)", plan_.w_ih_bits);
+      }
       if (k >= t.direction_workspaces) continue;
       arena_.add(w.w_hh, "w_hh (4H, H)", plan_.w_hh);
-      if constexpr (kFloat) {
+      if (plan_.bf16_products) {
+        w.bf16_recurrent.allocate(arena_, 4 * p.H, p.H);
+        arena_.add(w.h_prev_bits, "the previous hidden states' bfloat16 values (valid rows, H)",
+                   plan_.h_prev_bits);
+      } else if constexpr (kFloat) {
         if (t.threading != Threading::SplitUnits) {
           w.recurrent.allocate(arena_, 4 * p.H, p.H);
         } else {
@@ -106,8 +121,15 @@ class BackwardDriver {
         arena_.add(b, "one step's saved tensors (B, H)", plan_.state);
       }
     }
+    if (plan_.bf16_products) {
+      arena_.add(x_bits_, "a layer's input's bfloat16 values (valid rows, input_size)",
+                 plan_.layer_input_bits);
+    }
     arena_.commit();
-    if (p.D == 2 && t.direction_workspaces == 1) dir_[1].d_gates = dir_[0].d_gates;
+    if (p.D == 2 && t.direction_workspaces == 1) {
+      dir_[1].d_gates = dir_[0].d_gates;
+      dir_[1].d_gates_bits = dir_[0].d_gates_bits;
+    }
   }
 
   void run() {
@@ -140,8 +162,19 @@ class BackwardDriver {
     return plan_.threads.units[part].end - plan_.threads.units[part].begin;
   }
 
-  // x_ (N, I_l): the input for layer 0, else the lower layer's saved h (its output).
+  // x_ (N, I_l): the input for layer 0, else the lower layer's saved h (its
+  // output); bf16_products: its bfloat16 values too.
   void load_layer_input(int64_t l) {
+    gather_layer_input(l);
+    if constexpr (kFloat) {
+      if (plan_.bf16_products) {
+        const int64_t in_size = p_.slot_input_size[l * p_.D];
+        round_to_bfloat16_bits(x_.data(), p_.valid_rows() * in_size, x_bits_.data());
+      }
+    }
+  }
+
+  void gather_layer_input(int64_t l) {
     if (l == 0) {
       gather_valid_rows<Acc>(p_, input_, p_.I, x_.data());
       return;
@@ -232,6 +265,17 @@ class BackwardDriver {
     cell_pass_backward<Acc>(rows, H, u0, u1, in[kI], in[kJ], in[kF], in[kO], in[kTanhc],
                             in[kCPrev], d_out_.data() + off * DH + dir * H, DH,
                             w.dh_state.data(), w.dc_state.data(), own.d_gates.data() + off * G);
+    if constexpr (kFloat) {
+      if (plan_.bf16_products) {
+        // The part's columns of each gate block, rounded for the products.
+        for (int64_t r = 0; r < rows; ++r) {
+          for (int64_t q = 0; q < 4; ++q) {
+            const int64_t e = (off + r) * G + q * H + u0;
+            round_to_bfloat16_bits(own.d_gates.data() + e, u1 - u0, own.d_gates_bits.data() + e);
+          }
+        }
+      }
+    }
   }
 
   // dh_state[:rows, units of part] = d_gates[t] (rows, 4H) * w_hh[:, units of part].
@@ -241,6 +285,13 @@ class BackwardDriver {
     const int64_t u0 = plan_.threads.units[part].begin, u1 = plan_.threads.units[part].end;
     const int64_t rows = p_.step_batch[t];
     const Acc* d_gates = own.d_gates.data() + p_.step_offset[t] * G;
+    if constexpr (kFloat) {
+      if (plan_.bf16_products) {
+        w.bf16_recurrent.multiply(rows, own.d_gates_bits.data() + p_.step_offset[t] * G, G,
+                                  w.dh_state.data(), H, u0, u1);
+        return;
+      }
+    }
     if constexpr (kFloat) {
       for (int64_t r = 0; r < rows; ++r) {
         std::fill(w.dh_state.data() + r * H + u0, w.dh_state.data() + r * H + u1, 0.0f);
@@ -283,6 +334,19 @@ class BackwardDriver {
   void weight_grads(int64_t in_size, int p0, int p1, PairBarrier* barrier,
                     DirectionWorkspace<Acc>& own, DirectionWorkspace<Acc>& w) const {
     const int64_t H = p_.H, G = 4 * H, N = p_.valid_rows(), half = G / 2;
+    if constexpr (kFloat) {
+      if (plan_.bf16_products) {
+        for (int part = p0; part < p1; ++part) {
+          const uint16_t* a = own.d_gates_bits.data() + part * half;
+          gemm_bf16_or_float(Transpose::Yes, Transpose::No, half, in_size, N, a, G,
+                             x_bits_.data(), in_size, 0.0f,
+                             w.dw_ih.data() + part * half * in_size, in_size);
+          gemm_bf16_or_float(Transpose::Yes, Transpose::No, half, H, N, a, G,
+                             w.h_prev_bits.data(), H, 0.0f, w.dw_hh.data() + part * half * H, H);
+        }
+        return;
+      }
+    }
     if (plan_.weight_gradients_tn) {
       for (int part = p0; part < p1; ++part) {
         const Acc* a = own.d_gates.data() + part * half;
@@ -336,7 +400,10 @@ class BackwardDriver {
     const TensorView* h0 = p_.has_hx ? &hx_[0] : nullptr;
     load_weights(s, own, w);
     if constexpr (kFloat) {
-      if (split) {
+      if (plan_.bf16_products) {
+        w.bf16_recurrent.set_b(w.w_hh.data(), H);
+        round_to_bfloat16_bits(own.w_ih.data(), G * in_size, own.w_ih_bits.data());
+      } else if (split) {
         for (int part = 0; part < 2; ++part) {
           w.part_recurrent[part].set_b(w.w_hh.data() + t.units[part].begin, H);
         }
@@ -346,6 +413,11 @@ class BackwardDriver {
     }
     for (int64_t step = 0; step < p_.T; ++step) {
       load_previous(*g_.h, h0, s, dir, step, w.h_prev.data() + p_.step_offset[step] * H, 0, H);
+    }
+    if constexpr (kFloat) {
+      if (plan_.bf16_products) {
+        round_to_bfloat16_bits(w.h_prev.data(), N * H, w.h_prev_bits.data());
+      }
     }
     gather_slot_rows<Acc>(p_, g_.grad_hy, s, 0, p_.B, w.dh_state.data(), 0, H);
     gather_slot_rows<Acc>(p_, g_.grad_cy, s, 0, p_.B, w.dc_state.data(), 0, H);
@@ -387,6 +459,15 @@ class BackwardDriver {
     run_tasks(2, plan_.threads.row_half_threads, [&](int64_t part) {
       const RowHalf h = plan_.threads.row_halves[part];
       const int64_t r0 = h.first, rows = h.count;
+      if constexpr (kFloat) {
+        if (plan_.bf16_products) {
+          gemm_bf16_or_float(Transpose::No, Transpose::No, rows, in_size, G,
+                             dir_[dir].d_gates_bits.data() + r0 * G, G,
+                             dir_[dir].w_ih_bits.data(), in_size, dir == 0 ? 0.0f : 1.0f,
+                             d_in_.data() + r0 * in_size, in_size);
+          return;
+        }
+      }
       if (plan_.weight_gradients_tn) {
         gemm(Transpose::No, Transpose::No, rows, in_size, G, Acc(1),
              dir_[dir].d_gates.data() + r0 * G, G, dir_[dir].w_ih.data(), in_size,
@@ -409,6 +490,7 @@ class BackwardDriver {
   mutable PairBarrier barrier_;
   WorkspaceArena arena_;
   Workspace<Acc> x_, d_out_, d_in_;
+  Workspace<uint16_t> x_bits_;  // bf16_products: x_'s bfloat16 values
   DirectionWorkspace<Acc> dir_[2];
 };
 

@@ -37,6 +37,14 @@ ThreadPlan plan_threads(const LstmProblem& p) {
   return t;
 }
 
+// The products on bfloat16 dot-product units (ForwardPlan::bf16_products).
+bool bf16_products(const LstmProblem& p) {
+  const bool bf16_operands =
+      p.dtype == DType::BFloat16 ||
+      (p.dtype == DType::Float32 && fp32_precision() == Fp32Precision::Bf16);
+  return bf16_operands && kernels::kernel_choice().bf16_step && flushes_subnormals(p.dtype);
+}
+
 }  // namespace
 
 const char* threading_name(Threading threading) {
@@ -65,11 +73,7 @@ ForwardPlan plan_forward(const LstmProblem& p) {
   const int64_t N = p.valid_rows(), G = 4 * p.H, DH = p.D * p.H;
   const int64_t max_in = std::max(p.I, DH);
   const bool float_compute = p.dtype != DType::Float64;
-  const bool bf16_operands =
-      p.dtype == DType::BFloat16 ||
-      (p.dtype == DType::Float32 && fp32_precision() == Fp32Precision::Bf16);
-  plan.bf16_products =
-      bf16_operands && kernels::kernel_choice().bf16_step && flushes_subnormals(p.dtype);
+  plan.bf16_products = bf16_products(p);
   plan.step_concatenated =
       plan.bf16_products || (float_compute && p.B >= kConcatenatedMinBatch);
   plan.step_isa = kernels::kernel_choice().step_forward;
@@ -94,7 +98,10 @@ BackwardPlan plan_backward(const LstmProblem& p) {
   plan.threads = plan_threads(p);
   const int64_t N = p.valid_rows(), G = 4 * p.H, DH = p.D * p.H;
   const int64_t max_in = std::max(p.I, DH);
-  plan.weight_gradients_tn = p.dtype != DType::Float64 && gemm_tn_at_full_rate();
+  plan.bf16_products = bf16_products(p);
+  // (The bfloat16 products are TN / NN through gemm_bf16, which reads any strides.)
+  plan.weight_gradients_tn =
+      plan.bf16_products || (p.dtype != DType::Float64 && gemm_tn_at_full_rate());
   plan.layer_rows = N * max_in;
   plan.d_gates = N * G;
   plan.w_ih = (G + kTransposePad) * max_in;
@@ -109,6 +116,12 @@ BackwardPlan plan_backward(const LstmProblem& p) {
     plan.d_gates_t = G * chunk;
     plan.x_t = max_in * chunk;
     plan.h_prev_t = p.H * chunk;
+  }
+  if (plan.bf16_products) {
+    plan.layer_input_bits = N * max_in;
+    plan.d_gates_bits = N * G;
+    plan.h_prev_bits = N * p.H;
+    plan.w_ih_bits = G * max_in;
   }
   return plan;
 }

@@ -112,6 +112,13 @@ constexpr int64_t transposed_stride(int64_t rows) { return (rows + 15) / 16 * 16
 
 struct BackwardPlan {
   ThreadPlan threads;
+  // The products on bfloat16 dot-product units, where the forward's are
+  // (ForwardPlan::bf16_products): d_gates rounded to bfloat16 (the contract
+  // allows it, as the peers do) times the bfloat16 weights and layer inputs;
+  // the weight gradients and d_in through gemm_bf16 (TN / NN on the operands
+  // as stored), dh per step through Bf16RecurrentProduct. db sums the float
+  // d_gates.
+  bool bf16_products = false;
   // float where gemm_tn_at_full_rate(): weight gradients as one TN product
   // each and d_in as NN on w_ih as stored (no transposed copies); otherwise
   // the weight gradients per chunk of kWeightGradChunk rows on transposed
@@ -132,6 +139,9 @@ struct BackwardPlan {
   // Transposed path: a chunk of d_gates, x_l, h_prev transposed (4H,
   // max_in, H rows of transposed_stride(min(N, kWeightGradChunk))); else 0.
   int64_t d_gates_t = 0, x_t = 0, h_prev_t = 0;
+  // bf16_products: bfloat16 bits of a layer's input (N, max_in), of each
+  // direction's d_gates (N, 4H), h_prev (N, H) and w_ih (4H, max_in).
+  int64_t layer_input_bits = 0, d_gates_bits = 0, h_prev_bits = 0, w_ih_bits = 0;
 };
 
 // Reads get_num_threads() and the kernel table once.
