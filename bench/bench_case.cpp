@@ -84,6 +84,7 @@ Command parse_command(int argc, char** argv) {
     else if (flag == "--lengths") c.lengths = parse_list(flag, value());
     else if (flag == "--threads") c.threads = static_cast<int>(parse_int(flag, value()));
     else if (flag == "--seed") c.seed = static_cast<uint64_t>(parse_int(flag, value()));
+    else if (flag == "--fp32-precision") c.fp32_precision = value();
     else if (flag == "--serve") { cmd.action = Action::Serve; have_action = true; }
     else if (flag == "--reps") { cmd.action = Action::Reps; cmd.reps = static_cast<int>(parse_int(flag, value())); have_action = true; }
     else if (flag == "--verify-dir") { cmd.action = Action::Verify; cmd.verify_dir = value(); have_action = true; }

@@ -6,7 +6,7 @@
 //   --dtype float32|bfloat16|float16 --mode infer|train
 //   [--proj P]       LSTM with projections (proj_size P, 1 <= P < H; 0 = none)
 //   [--lengths 100,97,...]  per-sequence lengths, non-increasing (variable length)
-//   [--threads N] [--seed S]
+//   [--threads N] [--seed S] [--fp32-precision ieee|bf16]
 // and then one of:
 //   --serve          print "ready <key=value ...>", then answer stdin lines
 //                    "run K" with "times <ms> ... cpu <ms> ..." (K timed runs:
@@ -39,6 +39,7 @@ struct BenchCase {
   std::vector<int64_t> lengths;  // empty: fixed length T for every sequence
   int threads = 1;
   uint64_t seed = 1;
+  std::string fp32_precision = "ieee";  // lstmop_runner only: lstmop::set_fp32_precision
 
   int64_t directions() const { return bidirectional ? 2 : 1; }
   // The width of h: proj with projections, else H.

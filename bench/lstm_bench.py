@@ -77,6 +77,9 @@ def parse_args(argv):
     ap.add_argument("--peers", default="lstmop,torch,onednn,lstmop_cpp")
     ap.add_argument("--quick", action="store_true",
                     help="tiny shapes, 1 rep: checks the harness end to end")
+    ap.add_argument("--accuracy", action="store_true",
+                    help="print lstmop's and torch's errors against float64 on the same 16-bit "
+                         "values (bfloat16, float16, float32 at bf16 precision) and exit")
     ap.add_argument("--verify", action="store_true",
                     help="check the C++ peers against torch.nn.LSTM (float64) and exit")
     ap.add_argument("--onednn-peer", help="path of onednn_lstm_peer (default: build*/bench/)")
@@ -212,6 +215,20 @@ def main(argv):
             "probe": find_binary(args.sgemm_probe, "sgemm_probe")}
     out_dir = pathlib.Path(args.out)
     out_dir.mkdir(parents=True, exist_ok=True)
+
+    if args.accuracy:
+        plugin_class, plugin_why = load_plugin()
+        if plugin_class is None:
+            raise SystemExit(f"--accuracy needs the lstmop plugin: {plugin_why}")
+        import lstm_bench_accuracy
+        rows = lstm_bench_accuracy.print_accuracy(log=lambda line: print(line, file=log))
+        with open(out_dir / "accuracy.csv", "w") as f:
+            f.write("dtype,tensor,lstmop_error,torch_error,ratio\n")
+            for label, name, ours, theirs, ratio, _ in rows:
+                f.write(f"{label},{name},{ours},{'' if theirs is None else theirs},"
+                        f"{'' if ratio is None else ratio}\n")
+        print(f"wrote {out_dir / 'accuracy.csv'}", file=log)
+        return 0
 
     if args.verify:
         import lstm_bench_verify

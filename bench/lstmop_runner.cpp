@@ -56,6 +56,7 @@ class LstmopRun {
  public:
   explicit LstmopRun(const BenchCase& c) : c_(c), dtype_(dtype_of(c.dtype)) {
     lstmop::set_num_threads(c.threads);
+    lstmop::set_fp32_precision(c.fp32_precision);
     const int64_t T = c.T, B = c.B, H = c.H, R = c.hidden_width(), D = c.directions();
     variable_ = !c.lengths.empty();
     input_sizes_ = variable_ ? std::vector<int64_t>{T * B, c.I} : std::vector<int64_t>{T, B, c.I};

@@ -12,6 +12,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "lstmop/error.h"
@@ -143,6 +144,22 @@ int get_num_threads();
 // The caller's floating-point environment is never changed.
 void set_flush_denormal(bool enabled);
 bool get_flush_denormal();
+
+// ---------------------------------------------------------------------------
+// float32 on bfloat16 units, by choice
+// ---------------------------------------------------------------------------
+
+// "ieee" (the default): float32 calls compute in IEEE float32. "bf16": float32
+// calls take the operands of their matrix products rounded to bfloat16 (the
+// input, the weights, h as the next step multiplies it; products exact, sums
+// in float32, everything else float32, results float32) where the CPU has a
+// bfloat16 dot-product instruction (AVX512-BF16) and subnormals are flushed
+// (set_flush_denormal), and stay IEEE float32 elsewhere: PyTorch 2.x's
+// torch.backends.mkldnn.rnn.fp32_precision convention. Any other value throws
+// lstmop::Error naming "precision". Applies process-wide, to calls that start
+// after it.
+void set_fp32_precision(const std::string& precision);
+std::string get_fp32_precision();
 
 // ---------------------------------------------------------------------------
 // Scratch memory

@@ -5,7 +5,9 @@ Importing lstmop registers torch.ops.lstmop._lstm and torch.ops.lstmop._lstm_bac
 calls) and torch.ops.lstmop._lstm_aten (the forward in ATen operations). lstmop.lstm and
 lstmop.lstm_backward are thin functions over the first two; lstmop.nn.LSTM replaces
 torch.nn.LSTM, and lstmop.errors holds the exception classes it raises where torch's versions
-differ. See docs/ (README.md lists the pages).
+differ. lstmop.set_flush_denormal / get_flush_denormal control subnormal numbers,
+lstmop.set_fp32_precision / get_fp32_precision float32 on bfloat16 units. See docs/
+(README.md lists the pages).
 """
 from . import _library
 
@@ -13,6 +15,9 @@ _library.load()
 
 from .functional import lstm, lstm_backward  # noqa: E402  (the ops must be loaded first)
 from . import errors, nn  # noqa: E402
+from .settings import (get_flush_denormal, get_fp32_precision, set_flush_denormal,  # noqa: E402
+                       set_fp32_precision)
 
 __version__ = "0.1.0"
-__all__ = ["errors", "lstm", "lstm_backward", "nn"]
+__all__ = ["errors", "get_flush_denormal", "get_fp32_precision", "lstm", "lstm_backward", "nn",
+           "set_flush_denormal", "set_fp32_precision"]

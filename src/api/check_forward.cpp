@@ -142,6 +142,10 @@ LstmProblem check_forward_args(const TensorView& input, const TensorList& hx,
     dims.B = input.size(0) / dims.T;
     dims.I = input.size(1);
     dims.batch_first = false;  // ignored in variable-length mode
+    if (dims.B == 0) {  // batch_sizes[0] must be B, and its entries >= 1
+      fail("input", "must have at least one sequence (B >= 1) with batch_sizes, got B = 0 "
+                    "in shape " + shape_string(input.sizes));
+    }
   } else {
     if (input.dim() != 3) {
       fail("input", std::string("must be 3-D ") +
@@ -158,14 +162,9 @@ LstmProblem check_forward_args(const TensorView& input, const TensorList& hx,
     fail("input", "must have at least one time step (T >= 1), got T = 0 in shape " +
                       shape_string(input.sizes));
   }
-  if (dims.B < 1) {
-    fail("input", "must have at least one sequence (B >= 1), got B = 0 in shape " +
-                      shape_string(input.sizes));
-  }
-  if (dims.I < 1) {
-    fail("input", "must have input_size >= 1, got input_size = 0 in shape " +
-                      shape_string(input.sizes));
-  }
+  // B = 0 (an empty batch: empty outputs, zero parameter gradients) and
+  // input_size = 0 (an input product of zero) are accepted, as torch.nn.LSTM
+  // accepts them.
   check_data("input", input, read_values);
 
   // Flags.

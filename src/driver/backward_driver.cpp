@@ -36,6 +36,7 @@
 #include "gemm/transpose.h"
 #include "kernels/cell_pass.h"
 #include "kernels/recurrent_product.h"
+#include "kernels/recurrent_product_bf16.h"
 #include "plan/lstm_plan.h"
 
 namespace lstmop {
@@ -61,6 +62,9 @@ struct DirectionWorkspace {
   Workspace<Acc> step[kSavedCount];   // one step's i, j, f, o, tanhc, c_prev (B, H)
   RecurrentProduct recurrent;         // float: w_hh (4H, R) packed for the dh product
   RecurrentProduct part_recurrent[2]; // split mode: w_hh's columns of each part's units
+  // bf16_products: d_gates, h_prev and w_ih as bfloat16 bits; w_hh packed.
+  Workspace<uint16_t> d_gates_bits, h_prev_bits, w_ih_bits;
+  Bf16RecurrentProduct bf16_recurrent;
 };
 
 template <class Acc>
@@ -84,11 +88,22 @@ class BackwardDriver {
       // when it is done and the second reuses the first's d_gates.
       if (k < t.direction_workspaces) {
         arena_.add(w.d_gates, "the gate gradients (valid rows, 4H)", plan_.d_gates);
+        if (plan_.bf16_products) {
+          arena_.add(w.d_gates_bits, "the gate gradients' bfloat16 values (valid rows, 4H)",
+                     plan_.d_gates_bits);
+        }
       }
       arena_.add(w.w_ih, "w_ih (4H, input_size), or w_ih^T", plan_.w_ih);
+      if (plan_.bf16_products) {
+        arena_.add(w.w_ih_bits, "w_ih's bfloat16 values (4H, input_size)", plan_.w_ih_bits);
+      }
       if (k >= t.direction_workspaces) continue;
       arena_.add(w.w_hh, "w_hh (4H, R)", plan_.w_hh);
-      if constexpr (kFloat) {
+      if (plan_.bf16_products) {  // never with projections (lstm_plan.h): R = H
+        w.bf16_recurrent.allocate(arena_, 4 * p.H, p.H);
+        arena_.add(w.h_prev_bits, "the previous hidden states' bfloat16 values (valid rows, H)",
+                   plan_.h_prev_bits);
+      } else if constexpr (kFloat) {
         if (t.threading != Threading::SplitUnits) {
           w.recurrent.allocate(arena_, 4 * p.H, p.R);
         } else {
@@ -125,8 +140,15 @@ class BackwardDriver {
         arena_.add(b, "one step's saved tensors (B, H)", plan_.state);
       }
     }
+    if (plan_.bf16_products) {
+      arena_.add(x_bits_, "a layer's input's bfloat16 values (valid rows, input_size)",
+                 plan_.layer_input_bits);
+    }
     arena_.commit();
-    if (p.D == 2 && t.direction_workspaces == 1) dir_[1].d_gates = dir_[0].d_gates;
+    if (p.D == 2 && t.direction_workspaces == 1) {
+      dir_[1].d_gates = dir_[0].d_gates;
+      dir_[1].d_gates_bits = dir_[0].d_gates_bits;
+    }
   }
 
   void run() {
@@ -159,8 +181,19 @@ class BackwardDriver {
     return plan_.threads.units[part].end - plan_.threads.units[part].begin;
   }
 
-  // x_ (N, I_l): the input for layer 0, else the lower layer's saved h (its output).
+  // x_ (N, I_l): the input for layer 0, else the lower layer's saved h (its
+  // output); bf16_products: its bfloat16 values too.
   void load_layer_input(int64_t l) {
+    gather_layer_input(l);
+    if constexpr (kFloat) {
+      if (plan_.bf16_products) {
+        const int64_t in_size = p_.slot_input_size[l * p_.D];
+        round_to_bfloat16_bits(x_.data(), p_.valid_rows() * in_size, x_bits_.data());
+      }
+    }
+  }
+
+  void gather_layer_input(int64_t l) {
     if (l == 0) {
       gather_valid_rows<Acc>(p_, input_, p_.I, x_.data());
       return;
@@ -290,6 +323,17 @@ class BackwardDriver {
     cell_pass_backward<Acc>(rows, H, u0, u1, in[kI], in[kJ], in[kF], in[kO], in[kTanhc],
                             in[kCPrev], d_out, ld_out, dh, w.dc_state.data(),
                             own.d_gates.data() + off * G);
+    if constexpr (kFloat) {
+      if (plan_.bf16_products) {
+        // The part's columns of each gate block, rounded for the products.
+        for (int64_t r = 0; r < rows; ++r) {
+          for (int64_t q = 0; q < 4; ++q) {
+            const int64_t e = (off + r) * G + q * H + u0;
+            round_to_bfloat16_bits(own.d_gates.data() + e, u1 - u0, own.d_gates_bits.data() + e);
+          }
+        }
+      }
+    }
   }
 
   // dh_state[:rows, columns of part] = d_gates[t] (rows, 4H) * w_hh[:, columns
@@ -303,6 +347,13 @@ class BackwardDriver {
     const int64_t u1 = split ? plan_.threads.units[part].end : R;
     const int64_t rows = p_.step_batch[t];
     const Acc* d_gates = own.d_gates.data() + p_.step_offset[t] * G;
+    if constexpr (kFloat) {
+      if (plan_.bf16_products) {
+        w.bf16_recurrent.multiply(rows, own.d_gates_bits.data() + p_.step_offset[t] * G, G,
+                                  w.dh_state.data(), R, u0, u1);
+        return;
+      }
+    }
     if constexpr (kFloat) {
       for (int64_t r = 0; r < rows; ++r) {
         std::fill(w.dh_state.data() + r * R + u0, w.dh_state.data() + r * R + u1, 0.0f);
@@ -343,6 +394,19 @@ class BackwardDriver {
   void weight_grads(int64_t in_size, int p0, int p1, PairBarrier* barrier,
                     DirectionWorkspace<Acc>& own, DirectionWorkspace<Acc>& w) const {
     const int64_t R = p_.R, G = 4 * p_.H, N = p_.valid_rows(), half = G / 2;
+    if constexpr (kFloat) {
+      if (plan_.bf16_products) {
+        for (int part = p0; part < p1; ++part) {
+          const uint16_t* a = own.d_gates_bits.data() + part * half;
+          gemm_bf16_or_float(Transpose::Yes, Transpose::No, half, in_size, N, a, G,
+                             x_bits_.data(), in_size, 0.0f,
+                             w.dw_ih.data() + part * half * in_size, in_size);
+          gemm_bf16_or_float(Transpose::Yes, Transpose::No, half, R, N, a, G,
+                             w.h_prev_bits.data(), R, 0.0f, w.dw_hh.data() + part * half * R, R);
+        }
+        return;
+      }
+    }
     if (plan_.weight_gradients_tn) {
       for (int part = p0; part < p1; ++part) {
         const Acc* a = own.d_gates.data() + part * half;
@@ -350,6 +414,13 @@ class BackwardDriver {
              Acc(0), w.dw_ih.data() + part * half * in_size, in_size);
         gemm(Transpose::Yes, Transpose::No, half, R, N, Acc(1), a, G, w.h_prev.data(), R,
              Acc(0), w.dw_hh.data() + part * half * R, R);
+      }
+      return;
+    }
+    if (N == 0) {  // an empty batch: no chunk to sum, zero gradients
+      for (int part = p0; part < p1; ++part) {
+        std::fill_n(w.dw_ih.data() + part * half * in_size, half * in_size, Acc(0));
+        std::fill_n(w.dw_hh.data() + part * half * R, half * R, Acc(0));
       }
       return;
     }
@@ -392,6 +463,10 @@ class BackwardDriver {
       load_saved_rows(*g_.tanhc, s, t, 0, rows, H, tanhc, 0, H);
       for (int64_t e = 0; e < rows * H; ++e) m_t[e] *= tanhc[e];
     }
+    if (N == 0) {  // an empty batch: no rows to sum, a zero gradient
+      std::fill_n(w.dw_hr.data(), P * H, Acc(0));
+      return;
+    }
     gemm(Transpose::Yes, Transpose::No, P, H, N, Acc(1), w.dh_total.data(), P, m, H, Acc(0),
          w.dw_hr.data(), H);
   }
@@ -407,7 +482,10 @@ class BackwardDriver {
     const TensorView* h0 = p_.has_hx ? &hx_[0] : nullptr;
     load_weights(s, own, w);
     if constexpr (kFloat) {
-      if (split) {
+      if (plan_.bf16_products) {
+        w.bf16_recurrent.set_b(w.w_hh.data(), H);
+        round_to_bfloat16_bits(own.w_ih.data(), G * in_size, own.w_ih_bits.data());
+      } else if (split) {
         for (int part = 0; part < 2; ++part) {
           w.part_recurrent[part].set_b(w.w_hh.data() + t.units[part].begin, R);
         }
@@ -419,6 +497,11 @@ class BackwardDriver {
     if (p_.projections()) std::fill(w.zero_row.data(), w.zero_row.data() + H, Acc(0));
     for (int64_t step = 0; step < p_.T; ++step) {
       load_previous(*g_.h, h0, s, dir, step, R, w.h_prev.data() + p_.step_offset[step] * R, 0, R);
+    }
+    if constexpr (kFloat) {
+      if (plan_.bf16_products) {
+        round_to_bfloat16_bits(w.h_prev.data(), N * R, w.h_prev_bits.data());
+      }
     }
     gather_slot_rows<Acc>(g_.grad_hy, s, 0, p_.B, R, w.dh_state.data(), 0, R);
     gather_slot_rows<Acc>(g_.grad_cy, s, 0, p_.B, H, w.dc_state.data(), 0, H);
@@ -464,6 +547,15 @@ class BackwardDriver {
     run_tasks(2, plan_.threads.row_half_threads, [&](int64_t part) {
       const RowHalf h = plan_.threads.row_halves[part];
       const int64_t r0 = h.first, rows = h.count;
+      if constexpr (kFloat) {
+        if (plan_.bf16_products) {
+          gemm_bf16_or_float(Transpose::No, Transpose::No, rows, in_size, G,
+                             dir_[dir].d_gates_bits.data() + r0 * G, G,
+                             dir_[dir].w_ih_bits.data(), in_size, dir == 0 ? 0.0f : 1.0f,
+                             d_in_.data() + r0 * in_size, in_size);
+          return;
+        }
+      }
       if (plan_.weight_gradients_tn) {
         gemm(Transpose::No, Transpose::No, rows, in_size, G, Acc(1),
              dir_[dir].d_gates.data() + r0 * G, G, dir_[dir].w_ih.data(), in_size,
@@ -486,6 +578,7 @@ class BackwardDriver {
   mutable PairBarrier barrier_;
   WorkspaceArena arena_;
   Workspace<Acc> x_, d_out_, d_in_;
+  Workspace<uint16_t> x_bits_;  // bf16_products: x_'s bfloat16 values
   DirectionWorkspace<Acc> dir_[2];
 };
 

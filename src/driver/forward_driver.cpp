@@ -43,6 +43,7 @@
 #include "kernels/cell_pass.h"
 #include "kernels/recurrent_product.h"
 #include "kernels/step_forward.h"
+#include "kernels/step_forward_bf16.h"
 #include "plan/lstm_plan.h"
 
 namespace lstmop {
@@ -64,6 +65,19 @@ struct DirectionWorkspace {
   // float: w_hr^T (H, P) packed for h = m * w_hr^T.
   Workspace<Acc> w_hr, cell_output;
   RecurrentProduct projection;
+  // bf16_products: the steps' h operands (as h), and the weights packed for them.
+  Workspace<uint16_t> h_bits[2];
+  Bf16StepWeights bf16_step;
+};
+
+// A layer's input and output, the float values and (bf16_products) the
+// products' bfloat16 operands: (valid rows, I_l) and (valid rows, D*H).
+template <class Acc>
+struct Layer {
+  const Acc* x;
+  Acc* y;
+  const uint16_t* x_bits;
+  uint16_t* y_bits;
 };
 
 template <class Acc, class Storage>
@@ -79,12 +93,12 @@ class ForwardDriver {
     for (int64_t k = 0; k < plan_.layer_outputs; ++k) {
       arena_.add(y_[k], "a layer's output (valid rows, D*R)", plan_.layer_output);
     }
-    if (plan_.bf16_projection_candidate) {
+    if (plan_.bf16_products) {
       arena_.add(x0_bits_, "the input's bfloat16 values (valid rows, input_size)",
                  plan_.input_bits);
-      for (int64_t k = 0; k < p.D; ++k) {
-        arena_.add(w_ih0_bits_[k], "layer 0's w_ih bfloat16 values (4H, input_size)",
-                   plan_.w_ih_bits);
+      for (int64_t k = 0; k < plan_.layer_outputs; ++k) {
+        arena_.add(y_bits_[k], "a layer's output's bfloat16 values (valid rows, D*H)",
+                   plan_.layer_output_bits);
       }
     }
     const int64_t max_in = std::max(p.I, p.D * p.R);
@@ -103,7 +117,12 @@ class ForwardDriver {
                    plan_.cell_output);
         if constexpr (kFloat) w.projection.allocate(arena_, p.H, p.P);
       }
-      if constexpr (kFloat) {
+      if (plan_.bf16_products) {  // never with projections (lstm_plan.h): R = H
+        for (Workspace<uint16_t>& h : w.h_bits) {
+          arena_.add(h, "the hidden state's bfloat16 values (B, H)", plan_.state_bits);
+        }
+        w.bf16_step.allocate(arena_, p.H, max_in, p.H);
+      } else if constexpr (kFloat) {
         // Room for the widest layer input; each slot packs its own sizes.
         w.step.allocate(arena_, plan_.step_isa, p.H, plan_.step_concatenated ? max_in : 0, p.R);
       }
@@ -112,15 +131,19 @@ class ForwardDriver {
   }
 
   void run() {
-    // The float input also on the bfloat16 path: the fallback should
-    // gemm_bf16_nt not run (skipping this gather measured no faster, S6).
     gather_valid_rows<Acc>(p_, input_, p_.I, x0_.data());
-    if (plan_.bf16_projection_candidate) bf16_projection_ = gather_bf16_operands();
+    if (plan_.bf16_products) {
+      // The products' operands: the input's bfloat16 values (exact for a
+      // bfloat16 call, rounded to nearest even for float32 ones).
+      const int64_t n = p_.valid_rows() * p_.I;
+      for (int64_t e = 0; e < n; ++e) x0_bits_.data()[e] = float_to_bfloat16(x0_.data()[e]);
+    }
     for (int64_t l = 0; l < p_.L; ++l) {
-      const Acc* x = l == 0 ? x0_.data() : y_[(l - 1) % 2].data();
-      Acc* y = y_[l % 2].data();
+      const Layer<Acc> layer{l == 0 ? x0_.data() : y_[(l - 1) % 2].data(), y_[l % 2].data(),
+                        l == 0 ? x0_bits_.data() : y_bits_[(l - 1) % 2].data(),
+                        y_bits_[l % 2].data()};
       run_tasks(p_.D, plan_.threads.direction_threads,
-                [&](int64_t dir) { run_direction(l, dir, x, y); });
+                [&](int64_t dir) { run_direction(l, dir, layer); });
     }
     scatter_valid_rows<Acc>(p_, y_[(p_.L - 1) % 2].data(), p_.D * p_.R, out_.output);
     if (!p_.train) {
@@ -136,34 +159,6 @@ class ForwardDriver {
   }
 
  private:
-  // Layer 0's projection operands as bfloat16 bits (contiguous): the input's
-  // valid rows and each direction's w_ih. False if either has a value the
-  // bfloat16 GEMM would flush (bf16_operands_normal).
-  bool gather_bf16_operands() {
-    const auto bits_of = [](const TensorView& v) { return static_cast<const uint16_t*>(v.data); };
-    const SequenceLayout l = p_.sequence_layout(input_);
-    const uint16_t* in = bits_of(input_);
-    for (int64_t t = 0; t < p_.T; ++t) {
-      uint16_t* dst = x0_bits_.data() + p_.step_offset[t] * p_.I;
-      for (int64_t b = 0; b < p_.step_batch[t]; ++b) {
-        const uint16_t* src = in + t * l.t_stride + b * l.b_stride;
-        for (int64_t k = 0; k < p_.I; ++k) dst[b * p_.I + k] = src[k * l.f_stride];
-      }
-    }
-    if (!bf16_operands_normal(x0_bits_.data(), p_.valid_rows(), p_.I, p_.I)) return false;
-    const int64_t G = 4 * p_.H;
-    for (int64_t dir = 0; dir < p_.D; ++dir) {
-      const TensorView& w_ih = params_[dir * p_.params_per_slot];
-      const uint16_t* w = bits_of(w_ih);
-      uint16_t* dst = w_ih0_bits_[dir].data();
-      for (int64_t g = 0; g < G; ++g) {
-        for (int64_t k = 0; k < p_.I; ++k) dst[g * p_.I + k] = w[g * w_ih.stride(0) + k * w_ih.stride(1)];
-      }
-      if (!bf16_operands_normal(dst, G, p_.I, p_.I)) return false;
-    }
-    return true;
-  }
-
   // Saved-tensor rows [slot, t, 0 .. ) of the outputs (contiguous (D*L, T, B, H);
   // h (D*L, T, B, R)).
   StepSaved<Storage> saved_at(int64_t s, int64_t t) const {
@@ -277,19 +272,10 @@ class ForwardDriver {
   // gates (N, 4H) = x_l (N, I_l) * w_ih^T for one of the plan's two fixed
   // halves of the rows (the same calls whatever the thread count, hence the
   // same bits).
-  void project_half(int half, int64_t s, int64_t in_size, const Acc* x,
-                    DirectionWorkspace<Acc>& w) const {
+  void project_half(int half, int64_t in_size, const Acc* x, DirectionWorkspace<Acc>& w) const {
     const int64_t G = 4 * p_.H;
     const RowHalf part = plan_.threads.row_halves[half];
     const int64_t r0 = part.first, rows = part.count;
-    if constexpr (std::is_same_v<Storage, BFloat16>) {
-      // Layer 0 (slot s == direction); if the bfloat16 GEMM cannot run, the float one below.
-      if (bf16_projection_ && s < p_.D &&
-          gemm_bf16_nt(rows, G, in_size, x0_bits_.data() + r0 * in_size, in_size,
-                       w_ih0_bits_[s].data(), in_size, w.gates.data() + r0 * G, G)) {
-        return;
-      }
-    }
     if constexpr (kFloat) {
       gemm(Transpose::No, Transpose::Yes, rows, G, in_size, Acc(1), x + r0 * in_size, in_size,
            w.w_ih.data(), in_size, Acc(0), w.gates.data() + r0 * G, G);
@@ -352,6 +338,54 @@ class ForwardDriver {
     }
   }
 
+  // bf16_products: the fused step on bfloat16 dot products
+  // (step_forward_bf16.h), parts and buffers as in step_loop.
+  void bf16_step_loop(int64_t s, int64_t dir, int p0, int p1, PairBarrier* barrier,
+                      DirectionWorkspace<Acc>& w, const Layer<Acc>& layer) const {
+    if constexpr (std::is_same_v<Storage, BFloat16> || std::is_same_v<Storage, float>) {
+      const int64_t DH = p_.D * p_.H, in_size = p_.slot_input_size[s];
+      for (int64_t n = 0; n < p_.T; ++n) {
+        const int64_t t = dir == 0 ? n : p_.T - 1 - n;
+        const int64_t off = p_.step_offset[t];
+        Bf16StepArgs a;
+        a.rows = p_.step_batch[t];
+        a.x = layer.x_bits + off * in_size;
+        a.ld_x = in_size;
+        a.h_prev = w.h_bits[n % 2].data();
+        a.ld_h = p_.H;
+        a.bias = w.bias.data();
+        a.c_state = w.c_state.data();
+        a.h_out_bits = layer.y_bits + off * DH + dir * p_.H;
+        a.ld_out_bits = DH;
+        a.h_out = layer.y + off * DH + dir * p_.H;
+        a.ld_out = DH;
+        a.h_next = w.h_bits[(n + 1) % 2].data();
+        const StepSaved<Storage> saved = p_.train ? saved_at(s, t) : StepSaved<Storage>{};
+        for (int part = p0; part < p1; ++part) {
+          a.u_begin = plan_.threads.units[part].begin;
+          a.u_end = plan_.threads.units[part].end;
+          step_forward_bf16<Storage>(w.bf16_step, a, p_.train ? &saved : nullptr);
+        }
+        if (barrier != nullptr) barrier->wait();
+      }
+    } else {
+      (void)s, (void)dir, (void)p0, (void)p1, (void)barrier, (void)w, (void)layer;
+    }
+  }
+
+  void run_bf16_direction(int64_t s, int64_t dir, int64_t in_size, DirectionWorkspace<Acc>& w,
+                          const Layer<Acc>& layer) {
+    w.bf16_step.pack(w.w_ih.data(), in_size, w.w_hh.data(), p_.H, in_size);
+    const int64_t n = p_.B * p_.H;
+    for (int64_t e = 0; e < n; ++e) w.h_bits[0].data()[e] = float_to_bfloat16(w.h[0].data()[e]);
+    std::copy_n(w.h_bits[0].data(), n, w.h_bits[1].data());
+    if (plan_.threads.threading == Threading::SplitUnits &&
+        run_pair([&](int part) { bf16_step_loop(s, dir, part, part + 1, &barrier_, w, layer); })) {
+      return;
+    }
+    bf16_step_loop(s, dir, 0, plan_.threads.parts, nullptr, w, layer);
+  }
+
   // double: gates[t] += h * w_hh^T, then the cell pass (and with
   // projections h = m * w_hr^T), per step.
   void time_loop_double(int64_t s, int64_t dir, DirectionWorkspace<Acc>& w, Acc* y) const {
@@ -390,7 +424,7 @@ class ForwardDriver {
     if (plan_.threads.threading == Threading::SplitUnits) {
       const bool paired = run_pair([&](int part) {
         if (!concatenated) {
-          project_half(part, s, in_size, x, w);
+          project_half(part, in_size, x, w);
           barrier_.wait();
         }
         step_loop(s, dir, part, part + 1, &barrier_, w, x, y);
@@ -398,8 +432,8 @@ class ForwardDriver {
       if (paired) return;
     }
     if (!concatenated) {
-      project_half(0, s, in_size, x, w);
-      project_half(1, s, in_size, x, w);
+      project_half(0, in_size, x, w);
+      project_half(1, in_size, x, w);
     }
     step_loop(s, dir, 0, plan_.threads.parts, nullptr, w, x, y);
   }
@@ -414,7 +448,9 @@ class ForwardDriver {
     }
   }
 
-  void run_direction(int64_t l, int64_t dir, const Acc* x, Acc* y) {
+  void run_direction(int64_t l, int64_t dir, const Layer<Acc>& layer) {
+    const Acc* x = layer.x;
+    Acc* y = layer.y;
     const ThreadPlan& t = plan_.threads;
     DirectionWorkspace<Acc>& w = dir_[t.direction_workspaces > 1 ? dir : 0];
     const int64_t s = l * p_.D + dir;
@@ -423,11 +459,15 @@ class ForwardDriver {
     load_state(s, w);
     if (p_.train && dir == 1 && p_.variable_length) fill_invalid(s, w.h[0].data(), w);
     if constexpr (kFloat) {
-      run_float_direction(s, dir, in_size, x, w, y);
+      if (plan_.bf16_products) {
+        run_bf16_direction(s, dir, in_size, w, layer);
+      } else {
+        run_float_direction(s, dir, in_size, x, w, y);
+      }
       final_hidden(dir, y, w.h[0].data());
     } else {
-      project_half(0, s, in_size, x, w);
-      project_half(1, s, in_size, x, w);
+      project_half(0, in_size, x, w);
+      project_half(1, in_size, x, w);
       time_loop_double(s, dir, w, y);
     }
     scatter_slot<Acc>(p_, w.h[0].data(), p_.R, out_.hy, s);
@@ -441,12 +481,11 @@ class ForwardDriver {
   const TensorList& hx_;
   const TensorList& params_;
   const ForwardOutputs& out_;
-  bool bf16_projection_ = false;  // the candidate's operands are all normal: gemm_bf16_nt
   PairBarrier barrier_;
   WorkspaceArena arena_;
   Workspace<Acc> x0_;
   Workspace<Acc> y_[2];
-  Workspace<uint16_t> x0_bits_, w_ih0_bits_[2];
+  Workspace<uint16_t> x0_bits_, y_bits_[2];  // bf16_products: the products' operands
   DirectionWorkspace<Acc> dir_[2];
 };
 

@@ -38,22 +38,34 @@ bool gemm_tn_at_full_rate();
 
 // bfloat16 operands, float accumulation:
 //
-//   C (m, n) = A (m, k) * B^T,  A (m, k) and B (n, k) bfloat16 bits, row-major; C float
+//   C (m, n) = op(A) (m, k) * op(B) (k, n) + beta * C,  beta 0 or 1
 //
-// The product of two bfloat16 values is exact in float, so this computes what
-// gemm() computes on the widened values (in another summation order: C's bits
-// depend on m, n, k like gemm's), at about twice gemm's rate where the CPU has
-// AVX512-BF16 (oneDNN's brgemm matmul, vdpbf16ps, on one OpenMP thread like
-// gemm). That instruction reads subnormal inputs as zero and flushes subnormal
-// results: callers use it only on operands for which bf16_operands_normal()
-// holds. Returns false where it cannot run (kernel_choice() says no: no
-// AVX512-BF16, or LSTMOP_KERNEL_ISA below avx512; oneDNN refusing the shape, out of memory), C's contents then
-// unspecified: the caller computes C with gemm() instead.
+// A, B bfloat16 bits, row-major with row strides lda, ldb (op as in gemm());
+// C float. The product of two bfloat16 values is exact in float, so this
+// computes what gemm() computes on the widened values, in another summation
+// order: oneDNN's brgemm matmul with vdpbf16ps at about twice gemm's rate
+// where the CPU has AVX512-BF16, on one OpenMP thread like gemm. C's bits
+// depend on the sizes and strides only. That instruction reads subnormal
+// inputs as zero and flushes subnormal results: callers use it where the call
+// flushes subnormals (float_environment.h), or on operands for which
+// bf16_operands_normal() holds.
+// gemm_bf16 returns false where it cannot run (kernel_choice() says no: no
+// AVX512-BF16, or LSTMOP_KERNEL_ISA below avx512; oneDNN refusing the shape,
+// out of memory), C unchanged; gemm_bf16_or_float then computes C with gemm()
+// on the widened operands instead (same values, other sums).
 bool bf16_gemm_available();
-// gemm_bf16_nt calls that ran, in this process (tests: which path a call took).
+// gemm_bf16 calls that ran, in this process (tests: which path a call took).
 int64_t bf16_gemm_runs();
-bool gemm_bf16_nt(int64_t m, int64_t n, int64_t k, const uint16_t* a, int64_t lda,
-                  const uint16_t* b, int64_t ldb, float* c, int64_t ldc);
+bool gemm_bf16(Transpose ta, Transpose tb, int64_t m, int64_t n, int64_t k, const uint16_t* a,
+               int64_t lda, const uint16_t* b, int64_t ldb, float beta, float* c, int64_t ldc);
+void gemm_bf16_or_float(Transpose ta, Transpose tb, int64_t m, int64_t n, int64_t k,
+                        const uint16_t* a, int64_t lda, const uint16_t* b, int64_t ldb,
+                        float beta, float* c, int64_t ldc);
+// C (m, n) = A (m, k) * B^T, B stored (n, k).
+inline bool gemm_bf16_nt(int64_t m, int64_t n, int64_t k, const uint16_t* a, int64_t lda,
+                         const uint16_t* b, int64_t ldb, float* c, int64_t ldc) {
+  return gemm_bf16(Transpose::No, Transpose::Yes, m, n, k, a, lda, b, ldb, 0.0f, c, ldc);
+}
 
 // True if every element of the (rows, cols) bfloat16 bits (row stride ld) is
 // zero, infinite, NaN or of magnitude >= 2^-60: the product of two such values

@@ -10,6 +10,7 @@
 
 #include "gemm/gemm.h"
 #include "gemm/one_openmp_thread.h"
+#include "lstmop/tensor.h"
 #include "kernels/cpu_features.h"
 
 namespace lstmop {
@@ -23,17 +24,19 @@ std::atomic<int64_t> g_bf16_gemm_runs{0};
 
 int64_t bf16_gemm_runs() { return g_bf16_gemm_runs.load(); }
 
-bool gemm_bf16_nt(int64_t m, int64_t n, int64_t k, const uint16_t* a, int64_t lda,
-                  const uint16_t* b, int64_t ldb, float* c, int64_t ldc) {
+bool gemm_bf16(Transpose ta, Transpose tb, int64_t m, int64_t n, int64_t k, const uint16_t* a,
+               int64_t lda, const uint16_t* b, int64_t ldb, float beta, float* c, int64_t ldc) {
   if (!bf16_gemm_available()) return false;
   if (m <= 0 || n <= 0 || k <= 0) return false;
   using dnnl::memory;
   static const dnnl::engine engine(dnnl::engine::kind::cpu, 0);
   try {
     OneOpenMpThread one_thread;
-    // B^T (k, n) is B (n, k) read with strides (1, ldb).
-    const memory::desc a_md({m, k}, memory::data_type::bf16, memory::dims{lda, 1});
-    const memory::desc b_md({k, n}, memory::data_type::bf16, memory::dims{1, ldb});
+    // op(A) (m, k) and op(B) (k, n) as strided views of the stored matrices.
+    const memory::desc a_md({m, k}, memory::data_type::bf16,
+                            ta == Transpose::No ? memory::dims{lda, 1} : memory::dims{1, lda});
+    const memory::desc b_md({k, n}, memory::data_type::bf16,
+                            tb == Transpose::No ? memory::dims{ldb, 1} : memory::dims{1, ldb});
     const memory::desc c_md({m, n}, memory::data_type::f32, memory::dims{ldc, 1});
     // Created per call: oneDNN's primitive cache makes a repeat ~40 us. The
     // scratchpad (the brgemm's copies of B) is ours, one buffer per calling
@@ -42,6 +45,11 @@ bool gemm_bf16_nt(int64_t m, int64_t n, int64_t k, const uint16_t* a, int64_t ld
     // run on two threads at once (the directions, split mode's halves).
     dnnl::primitive_attr attr;
     attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+    if (beta != 0.0f) {
+      dnnl::post_ops ops;
+      ops.append_sum(1.0f);  // C = A * B + C
+      attr.set_post_ops(ops);
+    }
     const dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(a_md, b_md, c_md), attr, engine,
                                           true);
     if (!pd) return false;
@@ -66,6 +74,25 @@ bool gemm_bf16_nt(int64_t m, int64_t n, int64_t k, const uint16_t* a, int64_t ld
   } catch (const std::bad_alloc&) {
     return false;
   }
+}
+
+void gemm_bf16_or_float(Transpose ta, Transpose tb, int64_t m, int64_t n, int64_t k,
+                        const uint16_t* a, int64_t lda, const uint16_t* b, int64_t ldb,
+                        float beta, float* c, int64_t ldc) {
+  if (gemm_bf16(ta, tb, m, n, k, a, lda, b, ldb, beta, c, ldc)) return;
+  // The stored matrices widened (their values exactly), then the float GEMM.
+  auto widened = [](const uint16_t* v, int64_t rows, int64_t cols, int64_t ld) {
+    std::vector<float> out(static_cast<std::size_t>(rows * cols));
+    for (int64_t r = 0; r < rows; ++r) {
+      for (int64_t j = 0; j < cols; ++j) out[r * cols + j] = bfloat16_to_float(v[r * ld + j]);
+    }
+    return out;
+  };
+  const int64_t a_rows = ta == Transpose::No ? m : k, a_cols = ta == Transpose::No ? k : m;
+  const int64_t b_rows = tb == Transpose::No ? k : n, b_cols = tb == Transpose::No ? n : k;
+  const std::vector<float> wa = widened(a, a_rows, a_cols, lda);
+  const std::vector<float> wb = widened(b, b_rows, b_cols, ldb);
+  gemm(ta, tb, m, n, k, 1.0f, wa.data(), a_cols, wb.data(), b_cols, beta, c, ldc);
 }
 
 bool bf16_operands_normal(const uint16_t* v, int64_t rows, int64_t cols, int64_t ld) {

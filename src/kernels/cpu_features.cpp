@@ -76,6 +76,7 @@ const KernelChoice& kernel_choice() {
     c.cell_backward = lower(c.cap, Isa::Avx2);
     c.transpose = lower(c.cap, Isa::Avx2);
     c.bf16_gemm = c.cap == Isa::Avx512 && cpu_features().avx512_bf16;
+    c.bf16_step = c.bf16_gemm;
     c.gemm_tn_at_full_rate = c.cap == Isa::Avx512;
     return c;
   }();
@@ -88,6 +89,7 @@ std::string describe(const KernelChoice& c) {
          ", forward step " + isa_name(c.step_forward) +
          ", cell backward " + isa_name(c.cell_backward) + ", transpose " +
          isa_name(c.transpose) + ", bf16 GEMM " + (c.bf16_gemm ? "yes" : "no") +
+         ", bf16 forward step " + (c.bf16_step ? "yes" : "no") +
          ", TN weight gradients " + (c.gemm_tn_at_full_rate ? "yes" : "no");
 }
 

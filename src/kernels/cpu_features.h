@@ -33,6 +33,9 @@ struct KernelChoice {
   Isa cell_forward = Isa::Scalar;
   // The fused forward step (step_forward.h) of the float compute type.
   Isa step_forward = Isa::Scalar;
+  // The fused forward step on bfloat16 dot products (step_forward_bf16.h):
+  // cap Avx512 and AVX512-BF16.
+  bool bf16_step = false;
   // At most Avx2: an AVX-512 body of this memory-bound pass measured no
   // faster on a Zen 4 core (0.75-1.1x).
   Isa cell_backward = Isa::Scalar;

@@ -42,19 +42,25 @@ void ForwardStepWeights::pack(const float* w_ih, int64_t ld_ih, const float* w_h
   const int64_t groups = (H_ + W - 1) / W;
   float* out = packed_.data();
   for (int64_t g = 0; g < groups; ++g) {
+    const int64_t units = std::min<int64_t>(W, H_ - g * W);
     for (int64_t q = 0; q < 4; ++q) {
+      // Panel (g, q): row k holds column k of w_ih (k < k_input), then of
+      // w_hh, for the group's units (rows q*H + g*W + lane); zeros past H.
       float* panel = out + (g * 4 + q) * K * W;
-      for (int64_t lane = 0; lane < W; ++lane) {
-        const int64_t unit = g * W + lane;
-        if (unit >= H_) {
-          for (int64_t k = 0; k < K; ++k) panel[k * W + lane] = 0.0f;
-          continue;
-        }
-        // Row q*H + unit of w_ih, then of w_hh: one column of the panel.
-        const float* row_ih = w_ih + (q * H_ + unit) * ld_ih;
-        const float* row_hh = w_hh + (q * H_ + unit) * ld_hh;
-        for (int64_t k = 0; k < k_input_; ++k) panel[k * W + lane] = row_ih[k];
-        for (int64_t k = 0; k < k_hidden_; ++k) panel[(k_input_ + k) * W + lane] = row_hh[k];
+      const int64_t first_row = q * H_ + g * W;
+      if (isa_ == kernels::Isa::Avx512 && std::max(ld_ih, ld_hh) < (int64_t{1} << 27)) {
+        pack_panel_rows_avx512(w_ih, ld_ih, first_row, units, k_input_, panel);
+        pack_panel_rows_avx512(w_hh, ld_hh, first_row, units, k_hidden_, panel + k_input_ * W);
+        continue;
+      }
+      for (int64_t k = 0; k < K; ++k) {
+        const bool input_part = k < k_input_;
+        const float* w = input_part ? w_ih + first_row * ld_ih + k
+                                    : w_hh + first_row * ld_hh + (k - k_input_);
+        const int64_t ld = input_part ? ld_ih : ld_hh;
+        float* dst = panel + k * W;
+        for (int64_t lane = 0; lane < units; ++lane) dst[lane] = w[lane * ld];
+        for (int64_t lane = units; lane < W; ++lane) dst[lane] = 0.0f;
       }
     }
   }

@@ -12,6 +12,12 @@ constexpr int64_t kStepWidthAvx512 = 16;
 constexpr int64_t kStepWidthAvx2 = 8;
 constexpr int64_t kStepWidthGeneric = 16;
 
+// Rows k_begin .. k_begin + count of a 16-lane panel: panel[k * 16 + lane] =
+// w[(first_row + lane) * ld + k] for lane < units, 0 for the others (AVX-512
+// gathers; units <= 16, 15 * ld < 2^31).
+void pack_panel_rows_avx512(const float* w, int64_t ld, int64_t first_row, int64_t units,
+                            int64_t count, float* panel);
+
 template <class Storage>
 void step_forward_generic(const ForwardStepWeights& w, const ForwardStepArgs& args,
                           const StepSaved<Storage>* saved);

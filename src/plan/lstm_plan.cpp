@@ -3,6 +3,8 @@
 
 #include <algorithm>
 
+#include "common/float_environment.h"
+#include "common/precision.h"
 #include "gemm/gemm.h"
 #include "lstmop/lstm.h"
 
@@ -36,6 +38,16 @@ ThreadPlan plan_threads(const LstmProblem& p) {
   return t;
 }
 
+// The products on bfloat16 dot-product units (ForwardPlan::bf16_products);
+// not with projections (the bfloat16 step has none, lstm_plan.h).
+bool bf16_products(const LstmProblem& p) {
+  const bool bf16_operands =
+      p.dtype == DType::BFloat16 ||
+      (p.dtype == DType::Float32 && fp32_precision() == Fp32Precision::Bf16);
+  return bf16_operands && kernels::kernel_choice().bf16_step && flushes_subnormals(p.dtype) &&
+         !p.projections();
+}
+
 }  // namespace
 
 const char* threading_name(Threading threading) {
@@ -64,19 +76,17 @@ ForwardPlan plan_forward(const LstmProblem& p) {
   const int64_t N = p.valid_rows(), G = 4 * p.H, DR = p.D * p.R;
   const int64_t max_in = std::max(p.I, DR);
   const bool float_compute = p.dtype != DType::Float64;
-  plan.step_concatenated = float_compute && p.B >= kConcatenatedMinBatch;
+  plan.bf16_products = bf16_products(p);
+  plan.step_concatenated =
+      plan.bf16_products || (float_compute && p.B >= kConcatenatedMinBatch);
   plan.step_isa = kernels::kernel_choice().step_forward;
-  // The concatenated form has no separate input product to serve.
-  if (p.dtype == DType::BFloat16 && !plan.step_concatenated) {
-    const double half_macs = static_cast<double>(plan.threads.row_halves[0].count) * G * p.I;
-    plan.bf16_projection_candidate = half_macs >= kBf16ProjectionMinMacs && bf16_gemm_available();
-  }
   plan.input = N * p.I;
   plan.layer_output = N * DR;
   plan.layer_outputs = std::min<int64_t>(p.L, 2);
-  if (plan.bf16_projection_candidate) {
+  if (plan.bf16_products) {  // never with projections: R = H
     plan.input_bits = N * p.I;
-    plan.w_ih_bits = G * p.I;
+    plan.layer_output_bits = N * DR;
+    plan.state_bits = p.B * p.H;
   }
   plan.gates = plan.step_concatenated ? 0 : N * G;
   plan.w_ih = max_in * G;
@@ -96,7 +106,10 @@ BackwardPlan plan_backward(const LstmProblem& p) {
   plan.threads = plan_threads(p);
   const int64_t N = p.valid_rows(), G = 4 * p.H, DR = p.D * p.R;
   const int64_t max_in = std::max(p.I, DR);
-  plan.weight_gradients_tn = p.dtype != DType::Float64 && gemm_tn_at_full_rate();
+  plan.bf16_products = bf16_products(p);
+  // (The bfloat16 products are TN / NN through gemm_bf16, which reads any strides.)
+  plan.weight_gradients_tn =
+      plan.bf16_products || (p.dtype != DType::Float64 && gemm_tn_at_full_rate());
   plan.layer_rows = N * max_in;
   plan.d_gates = N * G;
   plan.w_ih = (G + kTransposePad) * max_in;
@@ -119,6 +132,12 @@ BackwardPlan plan_backward(const LstmProblem& p) {
     plan.dw_hr = p.P * p.H;
     plan.cell_output_gradient = p.B * p.H;
     plan.zero_row = p.H;
+  }
+  if (plan.bf16_products) {
+    plan.layer_input_bits = N * max_in;
+    plan.d_gates_bits = N * G;
+    plan.h_prev_bits = N * p.H;
+    plan.w_ih_bits = G * max_in;
   }
   return plan;
 }

@@ -67,11 +67,6 @@ struct ThreadPlan {
   UnitRange units[2] = {{0, 0}, {0, 0}};
 };
 
-// Multiply-adds in one half of layer 0's input product from which the bfloat16
-// GEMM is used: below, oneDNN's ~40 us primitive lookup costs more than the
-// faster product saves.
-constexpr double kBf16ProjectionMinMacs = 4194304.0;  // 2^22
-
 // The fused forward step's concatenated form (step_forward.h: the input's
 // product inside each step's chains, no gates buffer) from this batch on: a
 // step's product then keeps the FMA units busy while w_ih and w_hh stream
@@ -86,17 +81,23 @@ struct ForwardPlan {
   // after one input product per direction); the ISA of its body.
   bool step_concatenated = false;
   kernels::Isa step_isa = kernels::Isa::Scalar;
-  // bfloat16, the bfloat16 GEMM available and layer 0's projection halves
-  // large enough: the driver gathers the bfloat16 operands and uses
-  // gemm_bf16_nt when they pass bf16_operands_normal.
-  bool bf16_projection_candidate = false;
+  // The products on bfloat16 dot-product units (step_forward_bf16.h, always
+  // the concatenated form): bfloat16 calls, and float32 calls with
+  // fp32_precision "bf16", where kernel_choice().bf16_step and the call
+  // flushes subnormals (the instruction does), and no projections (the
+  // bfloat16 step has no projection: a bfloat16 call with projections
+  // computes the same 16-bit model with float FMAs, a float32 one stays IEEE
+  // float32). Otherwise float FMAs on the same values: the same products,
+  // other sums.
+  bool bf16_products = false;
   // Element counts of the scratch buffers. R is the width of h (P with
   // projections, else H).
   int64_t input = 0;          // x0 (N, I)
   int64_t layer_output = 0;   // y (N, D*R), layer_outputs of them
   int64_t layer_outputs = 0;  // min(L, 2): layers alternate between them
-  int64_t input_bits = 0;     // bfloat16 candidate: the input's bits (N, I)
-  int64_t w_ih_bits = 0;      // ... and each direction's layer-0 w_ih bits (4H, I)
+  int64_t input_bits = 0;     // bf16_products: the input's bfloat16 bits (N, I)
+  int64_t layer_output_bits = 0;  // ... and a layer's output's (N, D*H)
+  int64_t state_bits = 0;     // ... and the steps' h operands, twice (B, H)
   // Per direction workspace:
   int64_t gates = 0;          // (N, 4H); 0 in the concatenated form
   int64_t w_ih = 0;           // (4H, max(I, D*R))
@@ -123,6 +124,13 @@ constexpr int64_t transposed_stride(int64_t rows) { return (rows + 15) / 16 * 16
 
 struct BackwardPlan {
   ThreadPlan threads;
+  // The products on bfloat16 dot-product units, where the forward's are
+  // (ForwardPlan::bf16_products): d_gates rounded to bfloat16 (the contract
+  // allows it, as the peers do) times the bfloat16 weights and layer inputs;
+  // the weight gradients and d_in through gemm_bf16 (TN / NN on the operands
+  // as stored), dh per step through Bf16RecurrentProduct. db sums the float
+  // d_gates.
+  bool bf16_products = false;
   // float where gemm_tn_at_full_rate(): weight gradients as one TN product
   // each and d_in as NN on w_ih as stored (no transposed copies); otherwise
   // the weight gradients per chunk of kWeightGradChunk rows on transposed
@@ -151,6 +159,9 @@ struct BackwardPlan {
   // output-gradient operand (its gradient arrives through dm).
   int64_t w_hr = 0, dh_total = 0, cell_output = 0, dw_hr = 0, cell_output_gradient = 0;
   int64_t zero_row = 0;
+  // bf16_products: bfloat16 bits of a layer's input (N, max_in), of each
+  // direction's d_gates (N, 4H), h_prev (N, H) and w_ih (4H, max_in).
+  int64_t layer_input_bits = 0, d_gates_bits = 0, h_prev_bits = 0, w_ih_bits = 0;
 };
 
 // Reads get_num_threads() and the kernel table once.

@@ -17,8 +17,8 @@
 //   concatenated one (B >= kConcatenatedMinBatch) and the projection one,
 //   with partial unit groups (H not a multiple of 16), variable length
 //   (steps growing in the reverse direction), split mode's unit halves;
-// - bfloat16's layer-0 projection on the bfloat16 GEMM (AVX512-BF16) in split
-//   mode (projection form: a batch below kConcatenatedMinBatch).
+// - bfloat16's products on the bfloat16 dot-product units (AVX512-BF16) in
+//   split mode and with directions on two threads.
 // float32 within accumulation_tolerance (lstm_test_support.h: forward depth
 // K*T*L, backward K*T*L*B), gradients included; bfloat16 within its L eps / 4
 // eps (expect_low_precision_near_reference).
@@ -168,22 +168,20 @@ TEST(FastPaths, FusedStepFormsAgainstReference) {
   }
 }
 
-// bfloat16 in split mode with layer 0's projection on the bfloat16 GEMM (the
-// projection form: B = 2 < kConcatenatedMinBatch; split mode: B*4H*H = 2^19):
-// each half has 32 * 1024 * 128 = 2^22 multiply-adds.
-TEST(FastPaths, Bfloat16ProjectionInSplitModeAgainstReference) {
+// bfloat16 on the bfloat16 dot-product units (step_forward_bf16.h) in split
+// mode (B*4H*H >= 2^19), and with directions on two threads.
+TEST(FastPaths, Bfloat16ProductsInSplitModeAgainstReference) {
   ThreadCount two(2);
-  LstmConfig cfg = float_config(32, 2, 128, 256, 1, false);
+  LstmConfig cfg = float_config(10, 8, 24, 136, 1, false);
   cfg.dtype = DType::BFloat16;
   const Plans plans = plans_of(cfg);
   ASSERT_EQ(plans.forward.threads.threading, Threading::SplitUnits);
-  const bool available = lstmop::detail::bf16_gemm_available();
-  ASSERT_EQ(plans.forward.bf16_projection_candidate, available);
-  const LstmProblem p = make_problem(cfg, 3400);
-  const int64_t before = lstmop::detail::bf16_gemm_runs();
-  (void)run_forward(p);
-  EXPECT_EQ(lstmop::detail::bf16_gemm_runs() - before, available ? 2 : 0);
-  expect_low_precision_near_reference(p, 3401);
+  ASSERT_EQ(plans.forward.bf16_products, lstmop::kernels::kernel_choice().bf16_step);
+  expect_low_precision_near_reference(make_problem(cfg, 3400), 3401);
+  LstmConfig bidir = float_config(6, 3, 20, 40, 2, true);
+  bidir.dtype = DType::BFloat16;
+  ASSERT_EQ(plans_of(bidir).forward.threads.threading, Threading::DirectionsInParallel);
+  expect_low_precision_near_reference(make_problem(bidir, 3402), 3403);
 }
 
 }  // namespace

@@ -249,13 +249,19 @@ def test_dropout_refused_with_train_and_several_layers():
     rejected(a, ["dropout", "lstmop.nn.LSTM", "0.5"])
 
 
-@pytest.mark.parametrize("sizes,contains", [((0, 2, 5), ["T >= 1", "[0, 2, 5]"]),
-                                            ((3, 0, 5), ["B >= 1", "[3, 0, 5]"]),
-                                            ((3, 2, 0), ["input_size >= 1", "[3, 2, 0]"])])
-def test_empty_time_batch_or_features(sizes, contains):
+# An empty batch (B = 0) and input_size = 0 are accepted (test_empty_batch.py); T = 0 is not,
+# nor B = 0 with batch_sizes (whose first entry must be B and every entry >= 1).
+def test_empty_time_is_refused():
     a = Problem(with_hx=False).args()
-    a["input"] = zeros(*sizes)
-    rejected(a, ["input"] + contains)
+    a["input"] = zeros(0, 2, 5)
+    rejected(a, ["input", "T >= 1", "[0, 2, 5]"])
+
+
+def test_empty_batch_with_batch_sizes_is_refused():
+    a = Problem(with_hx=False).args()
+    a["input"] = zeros(0, 5)
+    a["batch_sizes"] = torch.tensor([1, 1, 1])
+    rejected(a, ["input", "B >= 1", "[0, 5]"])
 
 
 def test_sparse_input_is_refused():

@@ -1,0 +1,161 @@
+// The bfloat16 per-step product (recurrent_product_bf16.h): register tiles of
+// R rows (<= 12) x P panels (P * R <= 24 zmm accumulators; 4 panels for up to
+// 3 rows, 2 beyond), one 32-bit pair of A broadcast per row and k pair,
+// vdpbf16ps per accumulator. Rows in balanced blocks, panels outside.
+#include "kernels/recurrent_product_bf16.h"
+
+#include <immintrin.h>
+
+#include <cstring>
+
+#include "lstmop/tensor.h"
+
+#define LSTMOP_TARGET_BF16 \
+  __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16,avx2,fma,f16c")))
+
+namespace lstmop {
+namespace detail {
+namespace {
+
+constexpr int64_t kPanel = 16;
+constexpr int kMaxRows = 12;
+
+int64_t pairs(int64_t k) { return (k + 1) / 2; }
+
+constexpr int panels_for(int rows) { return rows <= 3 ? 4 : 2; }
+
+// R rows x P panels of C; `last` the valid columns of the last panel.
+template <int R, int P>
+LSTMOP_TARGET_BF16 void tile(int64_t k, const uint16_t* a, int64_t lda, const uint16_t* b,
+                             int64_t panel_stride, float* c, int64_t ldc, __mmask16 last) {
+  __m512 acc[R][P];
+#pragma GCC unroll 16
+  for (int r = 0; r < R; ++r) {
+#pragma GCC unroll 4
+    for (int p = 0; p < P; ++p) acc[r][p] = _mm512_setzero_ps();
+  }
+  const int64_t full = k / 2;
+  for (int64_t q = 0; q < full; ++q) {
+    __m512bh bv[P];
+#pragma GCC unroll 4
+    for (int p = 0; p < P; ++p) {
+      bv[p] = (__m512bh)_mm512_loadu_si512(b + p * panel_stride + q * 2 * kPanel);
+    }
+#pragma GCC unroll 16
+    for (int r = 0; r < R; ++r) {
+      uint32_t two;
+      std::memcpy(&two, a + r * lda + 2 * q, sizeof two);
+      const __m512bh av = (__m512bh)_mm512_set1_epi32(static_cast<int>(two));
+#pragma GCC unroll 4
+      for (int p = 0; p < P; ++p) acc[r][p] = _mm512_dpbf16_ps(acc[r][p], av, bv[p]);
+    }
+  }
+  if (k % 2 != 0) {  // the last value of each row with a zero partner
+    __m512bh bv[P];
+    for (int p = 0; p < P; ++p) {
+      bv[p] = (__m512bh)_mm512_loadu_si512(b + p * panel_stride + full * 2 * kPanel);
+    }
+    for (int r = 0; r < R; ++r) {
+      const __m512bh av = (__m512bh)_mm512_set1_epi32(static_cast<int>(a[r * lda + k - 1]));
+      for (int p = 0; p < P; ++p) acc[r][p] = _mm512_dpbf16_ps(acc[r][p], av, bv[p]);
+    }
+  }
+#pragma GCC unroll 16
+  for (int r = 0; r < R; ++r) {
+#pragma GCC unroll 4
+    for (int p = 0; p < P; ++p) {
+      const __mmask16 m = p == P - 1 ? last : static_cast<__mmask16>(0xffff);
+      _mm512_mask_storeu_ps(c + r * ldc + p * kPanel, m, acc[r][p]);
+    }
+  }
+}
+
+using TileFn = void (*)(int64_t, const uint16_t*, int64_t, const uint16_t*, int64_t, float*,
+                        int64_t, __mmask16);
+
+template <int R, int P>
+TileFn tile_with_panels(int p) {
+  if constexpr (P == 0) {
+    return nullptr;
+  } else {
+    return p == P ? &tile<R, P> : tile_with_panels<R, P - 1>(p);
+  }
+}
+
+template <int R = 1>
+TileFn tile_for(int rows, int panels) {
+  if constexpr (R > kMaxRows) {
+    return nullptr;
+  } else {
+    return rows == R ? tile_with_panels<R, panels_for(R)>(panels) : tile_for<R + 1>(rows, panels);
+  }
+}
+
+LSTMOP_TARGET_BF16 void round_bits(const float* src, int64_t n, uint16_t* dst) {
+  int64_t e = 0;
+  for (; e + 16 <= n; e += 16) {
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + e),
+                        (__m256i)_mm512_cvtneps_pbh(_mm512_loadu_ps(src + e)));
+  }
+  if (e < n) {
+    const __mmask16 m = static_cast<__mmask16>((1u << (n - e)) - 1u);
+    _mm256_mask_storeu_epi16(dst + e, m,
+                             (__m256i)_mm512_cvtneps_pbh(_mm512_maskz_loadu_ps(m, src + e)));
+  }
+}
+
+}  // namespace
+
+void Bf16RecurrentProduct::allocate(WorkspaceArena& arena, int64_t k, int64_t n) {
+  k_ = k;
+  n_ = n;
+  arena.add(packed_, "the packed bfloat16 recurrent weight",
+            (n + kPanel - 1) / kPanel * pairs(k) * 2 * kPanel);
+}
+
+void Bf16RecurrentProduct::set_b(const float* b, int64_t ldb) {
+  const int64_t P = pairs(k_);
+  uint16_t* out = packed_.data();
+  for (int64_t j0 = 0; j0 < n_; j0 += kPanel) {
+    uint16_t* panel = out + (j0 / kPanel) * P * 2 * kPanel;
+    for (int64_t q = 0; q < P; ++q) {
+      const float* row0 = b + 2 * q * ldb;
+      const float* row1 = row0 + ldb;
+      const bool second = 2 * q + 1 < k_;
+      for (int64_t lane = 0; lane < kPanel; ++lane) {
+        const int64_t col = j0 + lane;
+        uint16_t* dst = panel + (q * kPanel + lane) * 2;
+        dst[0] = col < n_ ? float_to_bfloat16(row0[col]) : uint16_t{0};
+        dst[1] = col < n_ && second ? float_to_bfloat16(row1[col]) : uint16_t{0};
+      }
+    }
+  }
+}
+
+void Bf16RecurrentProduct::multiply(int64_t m, const uint16_t* a, int64_t lda, float* c,
+                                    int64_t ldc, int64_t n0, int64_t n1) const {
+  if (m <= 0 || n0 >= n1) return;
+  const int64_t panel_stride = pairs(k_) * 2 * kPanel;
+  const int64_t first = n0 / kPanel, end = (n1 + kPanel - 1) / kPanel;
+  const int64_t tail = n1 - (end - 1) * kPanel;  // valid columns of the last panel
+  const __mmask16 tail_mask = static_cast<__mmask16>((1u << tail) - 1u);
+  const int64_t blocks = (m + kMaxRows - 1) / kMaxRows;
+  const int64_t base = m / blocks, longer = m % blocks;
+  int64_t r0 = 0;
+  for (int64_t blk = 0; blk < blocks; ++blk) {
+    const int rows = static_cast<int>(base + (blk < longer ? 1 : 0));
+    const int per_tile = panels_for(rows);
+    for (int64_t p0 = first; p0 < end; p0 += per_tile) {
+      const int run = static_cast<int>(end - p0 < per_tile ? end - p0 : per_tile);
+      const __mmask16 last = p0 + run == end ? tail_mask : static_cast<__mmask16>(0xffff);
+      tile_for(rows, run)(k_, a + r0 * lda, lda, packed_.data() + p0 * panel_stride,
+                          panel_stride, c + r0 * ldc + p0 * kPanel, ldc, last);
+    }
+    r0 += rows;
+  }
+}
+
+void round_to_bfloat16_bits(const float* src, int64_t n, uint16_t* dst) { round_bits(src, n, dst); }
+
+}  // namespace detail
+}  // namespace lstmop

@@ -1,0 +1,278 @@
+// The fused forward step on AVX512-BF16 (step_forward_bf16.h). A tile is R
+// rows (R <= 6) x one group of 16 hidden units: 4R zmm accumulators, one per
+// row and gate; each k pair loads the group's four panel rows (16 units x 2
+// bfloat16 each) and broadcasts one 32-bit pair of bfloat16 per row, then
+// vdpbf16ps adds both products to every accumulator. Groups are outside,
+// balanced row blocks inside, as in step_forward_simd.h. The cell is
+// cell_pass_simd.h's float32 arithmetic.
+#include "kernels/step_forward_bf16.h"
+
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cstring>
+#include <type_traits>
+
+#include "common/element_access.h"
+#include "kernels/simd_avx512.h"
+
+#define LSTMOP_CELL_TARGET \
+  __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16,avx2,fma,f16c")))
+
+namespace lstmop {
+namespace detail {
+namespace {
+// AVX-512's vector type under a name of this file: the cell templates
+// instantiated here carry this file's target attribute (with AVX512-BF16), so
+// they must not be the same (linker-merged) instantiations as the AVX-512
+// files', which run on CPUs without it.
+struct Bf16Vector : simd::Avx512 {};
+}  // namespace
+}  // namespace detail
+}  // namespace lstmop
+
+#include "kernels/cell_pass_simd.h"
+
+namespace lstmop {
+namespace detail {
+namespace {
+
+constexpr int64_t kWidth = 16;  // hidden units per group: one zmm of float32
+constexpr int kMaxRows = 6;
+
+int64_t pairs(int64_t k) { return (k + 1) / 2; }
+
+using V = Bf16Vector;
+
+// The pair (a[2p], a[2p + 1]) as one 32-bit value, the second 0 past `count`.
+inline uint32_t pair_at(const uint16_t* a, int64_t p, int64_t count) {
+  const int64_t k = 2 * p;
+  const uint32_t lo = a[k];
+  const uint32_t hi = k + 1 < count ? a[k + 1] : 0u;
+  return lo | (hi << 16);
+}
+
+// acc[r][q] += products over the K values of a's rows (pairs; an odd K's last
+// pair with a zero partner, read without touching the row's end).
+template <int R>
+LSTMOP_CELL_TARGET inline void chain(__m512 (&acc)[R][4], int64_t K, const uint16_t* a,
+                                     int64_t lda, const uint16_t* panels,
+                                     int64_t panel_stride) {
+  const int64_t full = K / 2;
+  for (int64_t p = 0; p < full; ++p) {
+    __m512bh b[4];
+#pragma GCC unroll 4
+    for (int q = 0; q < 4; ++q) {
+      b[q] = (__m512bh)_mm512_loadu_si512(panels + q * panel_stride + p * 2 * kWidth);
+    }
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r) {
+      uint32_t two;
+      std::memcpy(&two, a + r * lda + 2 * p, sizeof two);
+      const __m512bh av = (__m512bh)_mm512_set1_epi32(static_cast<int>(two));
+#pragma GCC unroll 4
+      for (int q = 0; q < 4; ++q) acc[r][q] = _mm512_dpbf16_ps(acc[r][q], av, b[q]);
+    }
+  }
+  if (K % 2 != 0) {
+    __m512bh b[4];
+#pragma GCC unroll 4
+    for (int q = 0; q < 4; ++q) {
+      b[q] = (__m512bh)_mm512_loadu_si512(panels + q * panel_stride + full * 2 * kWidth);
+    }
+    for (int r = 0; r < R; ++r) {
+      const __m512bh av =
+          (__m512bh)_mm512_set1_epi32(static_cast<int>(pair_at(a + r * lda, full, K)));
+#pragma GCC unroll 4
+      for (int q = 0; q < 4; ++q) acc[r][q] = _mm512_dpbf16_ps(acc[r][q], av, b[q]);
+    }
+  }
+}
+
+// The bfloat16 bits of 16 floats already rounded to bfloat16 (low halves 0).
+LSTMOP_CELL_TARGET inline __m256i bits_of_rounded(__m512 v) {
+  return _mm512_cvtepi32_epi16(_mm512_srli_epi32(_mm512_castps_si512(v), 16));
+}
+
+LSTMOP_CELL_TARGET inline void store_bits(uint16_t* dst, __mmask16 m, int64_t count, __m256i v) {
+  if (count == kWidth) {
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst), v);
+  } else {
+    _mm256_mask_storeu_epi16(dst, m, v);
+  }
+}
+
+LSTMOP_CELL_TARGET inline void store_float(float* dst, __mmask16 m, int64_t count, __m512 v) {
+  if (count == kWidth) {
+    _mm512_storeu_ps(dst, v);
+  } else {
+    _mm512_mask_storeu_ps(dst, m, v);
+  }
+}
+
+// A saved tensor's lanes in Storage (bfloat16 rounded to nearest even).
+template <class Storage>
+LSTMOP_CELL_TARGET inline void store_saved(Storage* dst, __mmask16 m, int64_t count, __m512 v) {
+  if constexpr (std::is_same_v<Storage, float>) {
+    store_float(dst, m, count, v);
+  } else {
+    store_bits(reinterpret_cast<uint16_t*>(dst), m, count, bits_of_rounded(V::round_bfloat16(v)));
+  }
+}
+
+template <int R, class Storage>
+LSTMOP_CELL_TARGET void tile(const Bf16StepWeights& w, const Bf16StepArgs& s,
+                             const StepSaved<Storage>* saved, int64_t r0, int64_t u,
+                             int64_t count) {
+  const int64_t H = w.hidden(), K0 = w.k_input(), K1 = w.k_hidden();
+  const int64_t panel_stride = (pairs(K0) + pairs(K1)) * 2 * kWidth;
+  const uint16_t* panels = w.data() + (u / kWidth) * 4 * panel_stride;
+  const __mmask16 m =
+      count >= kWidth ? static_cast<__mmask16>(0xffff) : static_cast<__mmask16>((1u << count) - 1u);
+  __m512 acc[R][4];
+#pragma GCC unroll 8
+  for (int r = 0; r < R; ++r) {
+#pragma GCC unroll 4
+    for (int q = 0; q < 4; ++q) acc[r][q] = _mm512_maskz_loadu_ps(m, s.bias + q * H + u);
+  }
+  if (K0 > 0) chain<R>(acc, K0, s.x + r0 * s.ld_x, s.ld_x, panels, panel_stride);
+  chain<R>(acc, K1, s.h_prev + r0 * s.ld_h, s.ld_h, panels + pairs(K0) * 2 * kWidth,
+           panel_stride);
+  for (int r = 0; r < R; ++r) {
+    const int64_t row = r0 + r;
+    float* c = s.c_state + row * H + u;
+    const __m512 gi = cell_simd::sigmoid_v<V>(acc[r][0]);
+    const __m512 gf = cell_simd::sigmoid_v<V>(acc[r][1]);
+    const __m512 gj = cell_simd::tanh_v<V>(acc[r][2]);
+    const __m512 go = cell_simd::sigmoid_v<V>(acc[r][3]);
+    const __m512 cn = V::add(V::mul(gf, _mm512_maskz_loadu_ps(m, c)), V::mul(gi, gj));
+    const __m512 tc = cell_simd::tanh_v<V>(cn);
+    const __m512 hn = V::mul(go, tc);
+    const __m512 rounded = V::round_bfloat16(hn);  // the next products' operand
+    // bfloat16 calls store the rounded h; float32 calls the float32 one.
+    const __m512 stored = std::is_same_v<Storage, BFloat16> ? rounded : hn;
+    const __m256i bits = bits_of_rounded(rounded);
+    store_float(c, m, count, cn);
+    store_bits(s.h_out_bits + row * s.ld_out_bits + u, m, count, bits);
+    if (s.h_next != nullptr) store_bits(s.h_next + row * H + u, m, count, bits);
+    if (s.h_out != nullptr) store_float(s.h_out + row * s.ld_out + u, m, count, stored);
+    if (saved != nullptr) {
+      const int64_t e = row * H + u;
+      store_saved<Storage>(saved->i + e, m, count, gi);
+      store_saved<Storage>(saved->j + e, m, count, gj);
+      store_saved<Storage>(saved->f + e, m, count, gf);
+      store_saved<Storage>(saved->o + e, m, count, go);
+      store_saved<Storage>(saved->c + e, m, count, cn);
+      store_saved<Storage>(saved->tanhc + e, m, count, tc);
+      store_saved<Storage>(saved->h + e, m, count, stored);
+    }
+  }
+}
+
+template <int R, class Storage>
+LSTMOP_CELL_TARGET void tile_rows(int rows, const Bf16StepWeights& w, const Bf16StepArgs& s,
+                                  const StepSaved<Storage>* saved, int64_t r0, int64_t u,
+                                  int64_t count) {
+  if constexpr (R >= 1) {
+    if (rows == R) {
+      tile<R, Storage>(w, s, saved, r0, u, count);
+    } else {
+      tile_rows<R - 1, Storage>(rows, w, s, saved, r0, u, count);
+    }
+  }
+}
+
+// pack of Bf16StepWeights for one part of one panel (rows < 2^27 apart): per
+// pair p the 16 units' columns k = 2p and 2p + 1 gathered, rounded to
+// bfloat16 (vcvtneps2bf16: nearest even), and interleaved as 32-bit pairs.
+LSTMOP_CELL_TARGET void pack_pairs(uint16_t* part, int64_t pairs_count, int64_t count,
+                                   const float* w, int64_t ld, int64_t units) {
+  const __mmask16 valid = static_cast<__mmask16>((1u << units) - 1u);
+  const __m512i rows = _mm512_mullo_epi32(
+      _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
+      _mm512_set1_epi32(static_cast<int>(ld)));
+  for (int64_t p = 0; p < pairs_count; ++p) {
+    const int64_t k = 2 * p;
+    const __m512 first = _mm512_mask_i32gather_ps(_mm512_setzero_ps(), valid, rows, w + k, 4);
+    const __m512 second =
+        k + 1 < count
+            ? _mm512_mask_i32gather_ps(_mm512_setzero_ps(), valid, rows, w + k + 1, 4)
+            : _mm512_setzero_ps();
+    const __m512i lo = _mm512_cvtepu16_epi32((__m256i)_mm512_cvtneps_pbh(first));
+    const __m512i hi = _mm512_cvtepu16_epi32((__m256i)_mm512_cvtneps_pbh(second));
+    _mm512_storeu_si512(part + p * 2 * kWidth, _mm512_or_si512(lo, _mm512_slli_epi32(hi, 16)));
+  }
+}
+
+}  // namespace
+
+void Bf16StepWeights::allocate(WorkspaceArena& arena, int64_t H, int64_t max_k_input,
+                               int64_t k_hidden) {
+  H_ = H;
+  k_input_ = max_k_input;
+  k_hidden_ = k_hidden;
+  const int64_t groups = (H + kWidth - 1) / kWidth;
+  arena.add(packed_, "the packed bfloat16 step weights (4H, input_size + hidden)",
+            groups * 4 * (pairs(max_k_input) + pairs(k_hidden)) * 2 * kWidth);
+}
+
+void Bf16StepWeights::pack(const float* w_ih, int64_t ld_ih, const float* w_hh, int64_t ld_hh,
+                           int64_t k_input) {
+  k_input_ = k_input;
+  const int64_t P0 = pairs(k_input_), P1 = pairs(k_hidden_);
+  const int64_t groups = (H_ + kWidth - 1) / kWidth;
+  uint16_t* out = packed_.data();
+  // One part (w_ih's or w_hh's columns) of one panel: pair p of unit `lane`
+  // at (p * 16 + lane) * 2, written in memory order.
+  auto pack_part = [&](uint16_t* part, int64_t pairs_count, int64_t count, const float* w,
+                       int64_t ld, int64_t first_row, int64_t units) {
+    if (ld < (int64_t{1} << 27)) {
+      pack_pairs(part, pairs_count, count, w + first_row * ld, ld, units);
+      return;
+    }
+    for (int64_t p = 0; p < pairs_count; ++p) {
+      uint16_t* dst = part + p * 2 * kWidth;
+      const int64_t k = 2 * p;
+      for (int64_t lane = 0; lane < kWidth; ++lane) {
+        const float* row = w + (first_row + lane) * ld;
+        const bool valid = lane < units;
+        dst[2 * lane] = valid && k < count ? float_to_bfloat16(row[k]) : uint16_t{0};
+        dst[2 * lane + 1] = valid && k + 1 < count ? float_to_bfloat16(row[k + 1]) : uint16_t{0};
+      }
+    }
+  };
+  for (int64_t g = 0; g < groups; ++g) {
+    const int64_t units = std::min<int64_t>(kWidth, H_ - g * kWidth);
+    for (int64_t q = 0; q < 4; ++q) {
+      uint16_t* panel = out + (g * 4 + q) * (P0 + P1) * 2 * kWidth;
+      const int64_t first_row = q * H_ + g * kWidth;
+      pack_part(panel, P0, k_input_, w_ih, ld_ih, first_row, units);
+      pack_part(panel + P0 * 2 * kWidth, P1, k_hidden_, w_hh, ld_hh, first_row, units);
+    }
+  }
+}
+
+template <class Storage>
+void step_forward_bf16(const Bf16StepWeights& w, const Bf16StepArgs& s,
+                       const StepSaved<Storage>* saved) {
+  if (s.rows <= 0 || s.u_begin >= s.u_end) return;
+  const int64_t blocks = (s.rows + kMaxRows - 1) / kMaxRows;
+  const int64_t base = s.rows / blocks, longer = s.rows % blocks;
+  for (int64_t u = s.u_begin; u < s.u_end; u += kWidth) {
+    const int64_t count = s.u_end - u < kWidth ? s.u_end - u : kWidth;
+    int64_t r0 = 0;
+    for (int64_t b = 0; b < blocks; ++b) {
+      const int rows = static_cast<int>(base + (b < longer ? 1 : 0));
+      tile_rows<kMaxRows, Storage>(rows, w, s, saved, r0, u, count);
+      r0 += rows;
+    }
+  }
+}
+
+template void step_forward_bf16<float>(const Bf16StepWeights&, const Bf16StepArgs&,
+                                       const StepSaved<float>*);
+template void step_forward_bf16<BFloat16>(const Bf16StepWeights&, const Bf16StepArgs&,
+                                          const StepSaved<BFloat16>*);
+
+}  // namespace detail
+}  // namespace lstmop

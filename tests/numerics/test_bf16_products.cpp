@@ -1,0 +1,213 @@
+// The products on bfloat16 dot-product units:
+// - the bfloat16 GEMM (gemm/gemm.h: gemm_bf16_nt) against a double reference
+//   (its products are exact, so it must be as accurate as a float GEMM), or,
+//   where the CPU lacks the instructions, that it declines;
+// - bf16_operands_normal's threshold (2^-60) and special values;
+// - the forward's bfloat16 products (kernels/step_forward_bf16.h): the plan
+//   takes them exactly where the contract's model allows, results bitwise the
+//   same on 1, 2 and 3 threads, float32 with fp32_precision "bf16" computing
+//   the model on the rounded operands (their agreement with the 16-bit model
+//   in every mode: test_sixteen_bit_model).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+#include <random>
+#include <tuple>
+
+#include "api/checks.h"
+#include "gemm/gemm.h"
+#include "kernels/cpu_features.h"
+#include "plan/lstm_plan.h"
+#include "lstm_test_support.h"
+#include "lstmop/lstmop.h"
+
+namespace lstmtest {
+namespace {
+
+using lstmop::detail::bf16_gemm_available;
+using lstmop::detail::bf16_gemm_runs;
+using lstmop::detail::bf16_operands_normal;
+using lstmop::detail::gemm_bf16_nt;
+
+uint16_t bits_of(float v) { return lstmop::float_to_bfloat16(v); }
+
+TEST(Bf16Gemm, MatchesDoubleReferenceOrDeclines) {
+  std::printf("[bf16 projection] bf16_gemm_available: %s\n", bf16_gemm_available() ? "yes" : "no");
+  std::mt19937 gen(5);
+  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+  for (auto [m, n, k] : {std::tuple<int64_t, int64_t, int64_t>{1, 1, 1}, {7, 12, 5}, {33, 130, 257}, {160, 128, 256}}) {
+    const int64_t lda = k + 2, ldb = k + 1, ldc = n + 3;
+    std::vector<uint16_t> a(static_cast<std::size_t>(m * lda)), b(static_cast<std::size_t>(n * ldb));
+    for (auto& v : a) v = bits_of(dist(gen));
+    for (auto& v : b) v = bits_of(dist(gen));
+    std::vector<float> c(static_cast<std::size_t>(m * ldc), 42.0f);
+    const int64_t runs = bf16_gemm_runs();
+    const bool ran = gemm_bf16_nt(m, n, k, a.data(), lda, b.data(), ldb, c.data(), ldc);
+    if (!bf16_gemm_available()) {
+      EXPECT_FALSE(ran);
+      EXPECT_EQ(bf16_gemm_runs(), runs);
+      continue;
+    }
+    ASSERT_TRUE(ran) << m << "x" << n << "x" << k;
+    EXPECT_EQ(bf16_gemm_runs(), runs + 1);
+    for (int64_t i = 0; i < m; ++i) {
+      for (int64_t j = 0; j < n; ++j) {
+        double ref = 0, bound = 0;
+        for (int64_t p = 0; p < k; ++p) {
+          const double prod = static_cast<double>(lstmop::bfloat16_to_float(a[i * lda + p])) *
+                              lstmop::bfloat16_to_float(b[j * ldb + p]);
+          ref += prod;
+          bound += std::fabs(prod);
+        }
+        // k roundings of partial sums, each <= 2^-24 of the running sum of |terms|.
+        ASSERT_LE(std::fabs(c[i * ldc + j] - ref), (k + 1) * std::ldexp(1.0, -24) * bound)
+            << "C(" << i << ", " << j << ") of " << m << "x" << n << "x" << k;
+      }
+      for (int64_t j = n; j < ldc; ++j) ASSERT_EQ(c[i * ldc + j], 42.0f) << "guard column written";
+    }
+  }
+}
+
+TEST(Bf16Gemm, OperandsNormalThreshold) {
+  const float inf = std::numeric_limits<float>::infinity();
+  for (float v : {0.0f, -0.0f, 1.0f, -3.5f, std::ldexp(1.0f, -60), -std::ldexp(1.0f, -60), inf, -inf,
+                  std::numeric_limits<float>::quiet_NaN(), std::ldexp(1.0f, 127)}) {
+    const uint16_t x[3] = {bits_of(1.0f), bits_of(v), bits_of(2.0f)};
+    EXPECT_TRUE(bf16_operands_normal(x, 1, 3, 3)) << v;
+  }
+  for (float v : {std::ldexp(1.0f, -61), -std::ldexp(1.0f, -100), std::ldexp(1.0f, -126), 1e-39f}) {
+    const uint16_t x[3] = {bits_of(1.0f), bits_of(v), bits_of(2.0f)};
+    EXPECT_FALSE(bf16_operands_normal(x, 1, 3, 3)) << v;
+  }
+  // Only the (rows, cols) block with row stride ld is read: the tiny value sits in the gap.
+  const uint16_t y[6] = {bits_of(1.0f), bits_of(1.0f), bits_of(1e-30f),
+                         bits_of(1.0f), bits_of(1.0f), bits_of(1e-30f)};
+  EXPECT_TRUE(bf16_operands_normal(y, 2, 2, 3));
+  EXPECT_FALSE(bf16_operands_normal(y, 2, 3, 3));
+}
+
+// The plan takes the bfloat16 products (step_forward_bf16.h) exactly where
+// the contract's model allows them: bfloat16 calls and float32 calls with
+// fp32_precision "bf16", on a CPU with AVX512-BF16 (kernel_choice) and while
+// subnormals are flushed (the instruction flushes them).
+lstmop::detail::ForwardPlan plan_of(DType dtype) {
+  LstmConfig c;
+  c.dtype = dtype;
+  c.T = 3, c.B = 2, c.I = 4, c.H = 8;
+  const LstmProblem p = make_problem(c, 1);
+  return lstmop::detail::plan_forward(lstmop::detail::check_forward_args(
+      p.input, p.hx_list(), p.param_list(), c.has_biases, c.L, 0.0, c.train, c.bidirectional,
+      c.batch_first, p.batch_sizes_view(), true));
+}
+
+TEST(Bf16Products, TakenWhereTheModelAllows) {
+  const bool units = lstmop::kernels::kernel_choice().bf16_step;
+  std::printf("[bf16 products] %s\n",
+              units ? "AVX512-BF16: bfloat16 calls run on vdpbf16ps"
+                    : "no AVX512-BF16 (or capped): the float FMA path runs every call");
+  EXPECT_EQ(plan_of(DType::BFloat16).bf16_products, units);
+  EXPECT_TRUE(plan_of(DType::BFloat16).step_concatenated || !units);
+  EXPECT_FALSE(plan_of(DType::Float16).bf16_products);
+  EXPECT_FALSE(plan_of(DType::Float32).bf16_products);
+  lstmop::set_fp32_precision("bf16");
+  EXPECT_EQ(lstmop::get_fp32_precision(), "bf16");
+  EXPECT_EQ(plan_of(DType::Float32).bf16_products, units);
+  EXPECT_FALSE(plan_of(DType::Float64).bf16_products);
+  lstmop::set_flush_denormal(false);
+  EXPECT_FALSE(plan_of(DType::BFloat16).bf16_products);
+  EXPECT_FALSE(plan_of(DType::Float32).bf16_products);
+  lstmop::set_flush_denormal(true);
+  lstmop::set_fp32_precision("ieee");
+  EXPECT_EQ(lstmop::get_fp32_precision(), "ieee");
+  try {
+    lstmop::set_fp32_precision("tf32");
+    ADD_FAILURE() << "tf32 accepted";
+  } catch (const lstmop::Error& e) {
+    EXPECT_EQ(e.argument(), "precision");
+    EXPECT_NE(std::string(e.what()).find("\"tf32\""), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(lstmop::get_fp32_precision(), "ieee");
+}
+
+// Bitwise the same on 1, 2 and 3 threads: directions on two threads, and one
+// direction in split mode (B*4H*H >= 2^19), fixed and variable length.
+TEST(Bf16Products, BitwiseSameOnOneTwoThreeThreads) {
+  const int saved = lstmop::get_num_threads();
+  LstmConfig bidir;
+  bidir.dtype = DType::BFloat16;
+  bidir.T = 9, bidir.B = 7, bidir.I = 33, bidir.H = 40, bidir.L = 2;
+  bidir.bidirectional = true;
+  bidir.packed = true;
+  bidir.lengths = {9, 9, 8, 6, 6, 3, 1};
+  LstmConfig split = bidir;
+  split.bidirectional = false;
+  split.packed = false;
+  split.lengths.clear();
+  split.B = 8, split.H = 136, split.L = 1, split.T = 12;
+  for (const LstmConfig& c : {bidir, split}) {
+    SCOPED_TRACE(c.name());
+    const LstmProblem p = make_problem(c, 31);
+    const LstmGrads g = make_grads(p, 32);
+    lstmop::set_num_threads(1);
+    const ForwardResult f1 = run_forward(p);
+    const BackwardResult b1 = run_backward(p, g, f1);
+    for (int threads : {2, 3}) {
+      lstmop::set_num_threads(threads);
+      const ForwardResult f = run_forward(p);
+      const BackwardResult b = run_backward(p, g, f);
+      const NamedViews a1 = forward_outputs(f1), a = forward_outputs(f);
+      for (std::size_t k = 0; k < a1.size(); ++k) {
+        EXPECT_TRUE(bitwise_equal(a1[k].second, a[k].second)) << a1[k].first << " " << threads;
+      }
+      const NamedViews g1 = backward_outputs(b1), gb = backward_outputs(b);
+      for (std::size_t k = 0; k < g1.size(); ++k) {
+        EXPECT_TRUE(bitwise_equal(g1[k].second, gb[k].second)) << g1[k].first << " " << threads;
+      }
+    }
+  }
+  lstmop::set_num_threads(saved);
+}
+
+// float32 with fp32_precision "bf16": the products take bfloat16 operands.
+// Where the CPU has AVX512-BF16 the results are those of the model on the
+// bfloat16-rounded problem (the reference run on it: its h rounded as the
+// operand, the call's float32 h unrounded, within a bfloat16 rounding), and
+// differ from IEEE float32's; elsewhere they are IEEE float32's, bit for bit.
+TEST(Bf16Products, Float32WithBf16Precision) {
+  LstmConfig c;
+  c.T = 6, c.B = 5, c.I = 12, c.H = 24, c.L = 2;
+  c.bidirectional = true;
+  const LstmProblem p = make_problem(c, 41);
+  const LstmGrads g = make_grads(p, 42);
+  const ForwardResult ieee = run_forward(p);
+  const BackwardResult ieee_b = run_backward(p, g, ieee);
+  lstmop::set_fp32_precision("bf16");
+  const ForwardResult f = run_forward(p);
+  const BackwardResult b = run_backward(p, g, f);
+  lstmop::set_fp32_precision("ieee");
+  const NamedViews fi = forward_outputs(ieee), fb = forward_outputs(f);
+  if (!lstmop::kernels::kernel_choice().bf16_step) {
+    std::printf("[bf16 products] no AVX512-BF16: fp32_precision bf16 stays IEEE float32\n");
+    for (std::size_t k = 0; k < fi.size(); ++k) {
+      EXPECT_TRUE(bitwise_equal(fi[k].second, fb[k].second)) << fi[k].first;
+    }
+    return;
+  }
+  EXPECT_FALSE(bitwise_equal(fi[0].second, fb[0].second)) << "output: the IEEE path ran";
+  // The model on the rounded problem: the bfloat16 reference.
+  const LstmProblem rounded = converted_problem(p, DType::BFloat16);
+  const ForwardResult model = run_reference_forward(rounded);
+  const NamedViews fm = forward_outputs(model);
+  for (std::size_t k = 0; k < fb.size(); ++k) {
+    EXPECT_TRUE(close_to(fb[k].second, fm[k].second, 2 * epsilon(DType::BFloat16))) << fb[k].first;
+  }
+  // The backward (float32 on the saved float32 tensors) near IEEE's.
+  const NamedViews gi = backward_outputs(ieee_b), gb = backward_outputs(b);
+  for (std::size_t k = 0; k < gi.size(); ++k) {
+    EXPECT_TRUE(close_to(gb[k].second, gi[k].second, 8 * epsilon(DType::BFloat16))) << gi[k].first;
+  }
+}
+
+}  // namespace
+}  // namespace lstmtest
