@@ -223,5 +223,66 @@ TEST(ProjectionsPlan, SplitModeIsNotPlanned) {
   expect_near_reference(projected.cfg, 702);
 }
 
+// Empty batches (B = 0) with projections: outputs of the projected shapes
+// with no elements, zero parameter gradients (dw_hr's included), on 1 and 2
+// threads; input_size = 0: the reference's results (an input product of zero).
+TEST(ProjectionsEmpty, EmptyBatchAndZeroInputSize) {
+  for (DType dtype : {DType::Float32, DType::Float64, DType::BFloat16}) {
+    for (int threads : {1, 2}) {
+      lstmop::set_num_threads(threads);
+      LstmConfig cfg;
+      cfg.dtype = dtype;
+      cfg.T = 4, cfg.B = 0, cfg.I = 5, cfg.H = 6, cfg.P = 2, cfg.L = 2;
+      cfg.bidirectional = true;
+      SCOPED_TRACE(cfg.name() + " threads " + std::to_string(threads));
+      const LstmProblem p = make_problem(cfg, 801);
+      const ForwardResult f = run_forward(p);
+      EXPECT_EQ(f.output.sizes(), (std::vector<int64_t>{4, 0, 4}));
+      EXPECT_EQ(f.hy.sizes(), (std::vector<int64_t>{4, 0, 2}));
+      EXPECT_EQ(f.h.sizes(), (std::vector<int64_t>{4, 4, 0, 2}));
+      const BackwardResult b = run_backward(p, make_grads(p, 802), f);
+      ASSERT_EQ(b.dparams.size(), 20u);
+      EXPECT_EQ(b.dhx[0].sizes(), (std::vector<int64_t>{4, 0, 2}));
+      for (std::size_t k = 0; k < b.dparams.size(); ++k) {
+        EXPECT_EQ(b.dparams[k].sizes(), p.params[k].sizes()) << k;
+        EXPECT_EQ(max_abs(b.dparams[k]), 0.0) << "dparams[" << k << "]";
+      }
+    }
+  }
+  lstmop::set_num_threads(1);
+  for (DType dtype : {DType::Float32, DType::Float64}) {
+    LstmConfig cfg;
+    cfg.dtype = dtype;
+    cfg.T = 3, cfg.B = 5, cfg.I = 0, cfg.H = 7, cfg.P = 3, cfg.L = 2;
+    cfg.bidirectional = true;
+    expect_near_reference(cfg, 803);
+  }
+}
+
+// float32 with fp32_precision "bf16": the bfloat16 products are not planned
+// with projections (lstm_plan.h), so such a call computes IEEE float32, bit
+// for bit the default's results.
+TEST(ProjectionsPlan, Fp32PrecisionBf16StaysIeeeWithProjections) {
+  LstmConfig cfg;
+  cfg.T = 5, cfg.B = 6, cfg.I = 7, cfg.H = 20, cfg.P = 9, cfg.L = 2;
+  cfg.bidirectional = true;
+  const LstmProblem p = make_problem(cfg, 901);
+  const LstmGrads g = make_grads(p, 902);
+  const ForwardResult ieee = run_forward(p);
+  const BackwardResult ieee_b = run_backward(p, g, ieee);
+  lstmop::set_fp32_precision("bf16");
+  const ForwardResult bf16 = run_forward(p);
+  const BackwardResult bf16_b = run_backward(p, g, bf16);
+  lstmop::set_fp32_precision("ieee");
+  const NamedViews a = forward_outputs(bf16), b = forward_outputs(ieee);
+  for (std::size_t k = 0; k < a.size(); ++k) {
+    EXPECT_TRUE(bitwise_equal(a[k].second, b[k].second)) << a[k].first;
+  }
+  const NamedViews ga = backward_outputs(bf16_b), gb = backward_outputs(ieee_b);
+  for (std::size_t k = 0; k < ga.size(); ++k) {
+    EXPECT_TRUE(bitwise_equal(ga[k].second, gb[k].second)) << ga[k].first;
+  }
+}
+
 }  // namespace
 }  // namespace lstmtest

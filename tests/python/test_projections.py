@@ -355,6 +355,26 @@ def test_module_gradient_penalty_matches_torch():
         torch.testing.assert_close(p.grad, q.grad, rtol=1e-11, atol=1e-11, msg=name)
 
 
+@pytest.mark.parametrize("sizes", [(5, 0, 3), (5, 2, 0)], ids=["B0", "I0"])
+def test_empty_batch_and_zero_input_size(sizes):
+    torch.manual_seed(0)
+    ours = lstmop.nn.LSTM(sizes[2], 6, num_layers=2, bidirectional=True, proj_size=2).double()
+    theirs = torch.nn.LSTM(sizes[2], 6, num_layers=2, bidirectional=True, proj_size=2).double()
+    theirs.load_state_dict(ours.state_dict())
+    x = torch.randn(*sizes, dtype=torch.float64, requires_grad=True)
+    results = []
+    for module in (ours, theirs):
+        output, (hn, cn) = module(x)
+        loss = output.sum() + hn.sum() + cn.sum()
+        results.append([output, hn, cn] + list(torch.autograd.grad(
+            loss, [x] + list(module.parameters()), allow_unused=True)))
+    assert results[0][0].shape == (5, sizes[1], 4) and results[0][1].shape == (4, sizes[1], 2)
+    for a, b in zip(*results):
+        b = torch.zeros_like(a) if b is None else b   # torch: no gradient reaches an empty x
+        assert a.shape == b.shape
+        torch.testing.assert_close(a, b, **TIGHT)
+
+
 # ------------------------------------------------------------------------------------------
 # TorchScript
 # ------------------------------------------------------------------------------------------
