@@ -339,6 +339,30 @@ def test_functional_backward_reads_none_as_zeros_of_the_projected_shapes(cfg):
             assert torch.equal(a, b)
 
 
+def test_op_errors_name_the_argument():
+    """Bad arguments of a projected call: RuntimeError naming the argument, with the expected
+    and the actual value (tests/validation/test_bad_projections.cpp has every case)."""
+    cfg = OP_CASES[0]  # H = 5, P = 2, 2 layers, bidirectional, biases: 20 params
+    params = [p.detach() for p in lc.flat_params(lc.make_module(cfg))]
+    x, hx = lc.make_inputs(cfg)
+    cases = [
+        (params[:-1], hx, ["params must hold", "20", "19"]),
+        (params[:4] + [torch.zeros(5, 5, dtype=torch.float64)] + params[5:], hx,
+         ["params[4] (weight_hr, layer 0, forward)", "proj_size", "[5, 5]"]),
+        (params, [torch.zeros(4, 3, 5, dtype=torch.float64), hx[1]],
+         ["hx[0]", "[4, 3, 2]", "[4, 3, 5]"]),
+    ]
+    for bad_params, bad_hx, pieces in cases:
+        with pytest.raises(RuntimeError) as error:
+            lc.run_op(cfg, x, bad_hx, bad_params, train=False)
+        assert type(error.value) is RuntimeError
+        for piece in pieces:
+            assert piece in str(error.value), str(error.value)
+    lstm = lstmop.nn.LSTM(2, 5, num_layers=2, bidirectional=True, proj_size=2).double()
+    with pytest.raises(RuntimeError):  # torch's own check: h_0 must be proj_size wide
+        lstm(x, (torch.zeros(4, 3, 5, dtype=torch.float64), hx[1]))
+
+
 def test_module_gradient_penalty_matches_torch():
     """Double backward through the module with projections, weight_hr included."""
     torch.manual_seed(0)
