@@ -127,7 +127,7 @@ BackwardResult lstm_backward(const TensorView& grad_y, const TensorView& grad_hy
               dc[k] = dc_t * gf;
             }
             std::fill(dh_prev.begin(), dh_prev.end(), 0.0);
-            double* dx_row = &d_in[(t * B + b) * in_size];
+            double* dx_row = d_in.data() + (t * B + b) * in_size;  // in_size may be 0
             for (int64_t g = 0; g < G; ++g) {
               db[g] += da[g];
               for (int64_t k = 0; k < in_size; ++k) {

@@ -76,7 +76,7 @@ ForwardResult lstm_forward(const TensorView& input, const TensorList& hx, const 
           c = c0;
           for (int64_t n = 0; n < len; ++n) {
             const int64_t t = dir == 0 ? n : len - 1 - n;
-            const double* x = &layer_in[(t * B + b) * in_size];
+            const double* x = layer_in.data() + (t * B + b) * in_size;  // in_size may be 0
             for (int64_t g = 0; g < 4 * H; ++g) {
               double sum = w.bias[g];
               for (int64_t k = 0; k < in_size; ++k) sum += w.w_ih[g * in_size + k] * x[k];
