@@ -2,12 +2,22 @@
 // register state, XCR0), and the kernel table of cpu_features.h.
 #include "kernels/cpu_features.h"
 
+#include <cpuid.h>
+
 #include <cstdlib>
 #include <cstring>
 
 namespace lstmop {
 namespace kernels {
 namespace {
+
+// F16C (CPUID leaf 1, ECX bit 29) read directly: clang 14's
+// __builtin_cpu_supports does not know "f16c" (a compile error in the fuzz
+// build). Its registers are AVX's, whose OS support the "avx2" check covers.
+bool cpu_has_f16c() {
+  unsigned a = 0, b = 0, c = 0, d = 0;
+  return __get_cpuid(1, &a, &b, &c, &d) != 0 && (c & bit_F16C) != 0;
+}
 
 struct CpuFeatures {
   bool avx2_fma = false;
@@ -20,7 +30,7 @@ const CpuFeatures& cpu_features() {
     __builtin_cpu_init();
     CpuFeatures f;
     f.avx2_fma = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
-                 __builtin_cpu_supports("f16c");
+                 cpu_has_f16c();
     f.avx512 = f.avx2_fma && __builtin_cpu_supports("avx512f") &&
                __builtin_cpu_supports("avx512bw");
     f.avx512_bf16 = f.avx512 && __builtin_cpu_supports("avx512bf16");
