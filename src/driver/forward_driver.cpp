@@ -131,10 +131,13 @@ class ForwardDriver {
   }
 
   void run() {
-    gather_valid_rows<Acc>(p_, input_, p_.I, x0_.data());
-    if (plan_.bf16_products) {
-      // The products' operands: the input's bfloat16 values (exact for a
-      // bfloat16 call, rounded to nearest even for float32 ones).
+    if (bits_only()) {
+      gather_input_bits();
+    } else {
+      gather_valid_rows<Acc>(p_, input_, p_.I, x0_.data());
+    }
+    if (plan_.bf16_products && !bits_only()) {
+      // The products' operands: the input's values rounded to bfloat16 (float32 calls).
       const int64_t n = p_.valid_rows() * p_.I;
       for (int64_t e = 0; e < n; ++e) x0_bits_.data()[e] = float_to_bfloat16(x0_.data()[e]);
     }
@@ -145,7 +148,11 @@ class ForwardDriver {
       run_tasks(p_.D, plan_.threads.direction_threads,
                 [&](int64_t dir) { run_direction(l, dir, layer); });
     }
-    scatter_valid_rows<Acc>(p_, y_[(p_.L - 1) % 2].data(), p_.D * p_.R, out_.output);
+    if (bits_only()) {
+      scatter_output_bits(y_bits_[(p_.L - 1) % 2].data());
+    } else {
+      scatter_valid_rows<Acc>(p_, y_[(p_.L - 1) % 2].data(), p_.D * p_.R, out_.output);
+    }
     if (!p_.train) {
       // h, c are hy (D*L, B, R), cy (D*L, B, H).
       const auto bytes = [&](int64_t width) {
@@ -159,6 +166,41 @@ class ForwardDriver {
   }
 
  private:
+  // A bfloat16 call on bfloat16 products (never with projections: R = H)
+  // keeps every operand and layer output as bits (exactly its values): no
+  // float copy of the input, the weights or the layer outputs.
+  bool bits_only() const {
+    return std::is_same_v<Storage, BFloat16> && plan_.bf16_products;
+  }
+
+  // x0_bits (N, I) <- the input's bits at the valid rows (a bfloat16 call).
+  void gather_input_bits() {
+    const SequenceLayout l = p_.sequence_layout(input_);
+    const uint16_t* in = static_cast<const uint16_t*>(input_.data);
+    for (int64_t t = 0; t < p_.T; ++t) {
+      uint16_t* dst = x0_bits_.data() + p_.step_offset[t] * p_.I;
+      for (int64_t b = 0; b < p_.step_batch[t]; ++b) {
+        const uint16_t* src = in + t * l.t_stride + b * l.b_stride;
+        for (int64_t k = 0; k < p_.I; ++k) dst[b * p_.I + k] = src[k * l.f_stride];
+      }
+    }
+  }
+
+  // output (a bfloat16 call, contiguous) <- the last layer's bits, zeros in invalid rows.
+  void scatter_output_bits(const uint16_t* y) const {
+    const SequenceLayout l = p_.sequence_layout(out_.output);
+    const int64_t DH = p_.D * p_.H;
+    uint16_t* out = static_cast<uint16_t*>(out_.output.data);
+    for (int64_t t = 0; t < p_.T; ++t) {
+      for (int64_t b = 0; b < p_.B; ++b) {
+        uint16_t* dst = out + t * l.t_stride + b * l.b_stride;
+        const bool valid = b < p_.step_batch[t];
+        const uint16_t* src = y + (p_.step_offset[t] + b) * DH;
+        for (int64_t k = 0; k < DH; ++k) dst[k * l.f_stride] = valid ? src[k] : uint16_t{0};
+      }
+    }
+  }
+
   // Saved-tensor rows [slot, t, 0 .. ) of the outputs (contiguous (D*L, T, B, H);
   // h (D*L, T, B, R)).
   StepSaved<Storage> saved_at(int64_t s, int64_t t) const {
@@ -189,8 +231,10 @@ class ForwardDriver {
     const TensorView& w_ih = params_[base];
     const TensorView& w_hh = params_[base + 1];
     if constexpr (kFloat) {
-      gather_weight<Acc>(w_ih, G, in_size, w.w_ih.data());
-      gather_weight<Acc>(w_hh, G, p_.R, w.w_hh.data());
+      if (!weights_as_bits(s)) {
+        gather_weight<Acc>(w_ih, G, in_size, w.w_ih.data());
+        gather_weight<Acc>(w_hh, G, p_.R, w.w_hh.data());
+      }
     } else {
       // Transposed: element (k, g) of w^T is w[g, k].
       gather_matrix<Acc>(w_ih, 0, in_size, w_ih.stride(1), G, w_ih.stride(0), w.w_ih.data(), G);
@@ -210,6 +254,13 @@ class ForwardDriver {
     } else {
       std::fill(bias, bias + G, Acc(0));
     }
+  }
+
+  // A bfloat16 call's weights packed straight from their bits (rows with unit
+  // column stride).
+  bool weights_as_bits(int64_t s) const {
+    const int64_t base = s * p_.params_per_slot;
+    return bits_only() && params_[base].stride(1) == 1 && params_[base + 1].stride(1) == 1;
   }
 
   // h[0] (and for float h[1]) (B, R) and c_state (B, H) <- hx of slot s
@@ -357,7 +408,7 @@ class ForwardDriver {
         a.c_state = w.c_state.data();
         a.h_out_bits = layer.y_bits + off * DH + dir * p_.H;
         a.ld_out_bits = DH;
-        a.h_out = layer.y + off * DH + dir * p_.H;
+        a.h_out = bits_only() ? nullptr : layer.y + off * DH + dir * p_.H;
         a.ld_out = DH;
         a.h_next = w.h_bits[(n + 1) % 2].data();
         const StepSaved<Storage> saved = p_.train ? saved_at(s, t) : StepSaved<Storage>{};
@@ -375,7 +426,14 @@ class ForwardDriver {
 
   void run_bf16_direction(int64_t s, int64_t dir, int64_t in_size, DirectionWorkspace<Acc>& w,
                           const Layer<Acc>& layer) {
-    w.bf16_step.pack(w.w_ih.data(), in_size, w.w_hh.data(), p_.H, in_size);
+    if (weights_as_bits(s)) {
+      const TensorView& w_ih = params_[s * p_.params_per_slot];
+      const TensorView& w_hh = params_[s * p_.params_per_slot + 1];
+      w.bf16_step.pack_bits(static_cast<const uint16_t*>(w_ih.data), w_ih.stride(0),
+                            static_cast<const uint16_t*>(w_hh.data), w_hh.stride(0), in_size);
+    } else {
+      w.bf16_step.pack(w.w_ih.data(), in_size, w.w_hh.data(), p_.H, in_size);
+    }
     const int64_t n = p_.B * p_.H;
     for (int64_t e = 0; e < n; ++e) w.h_bits[0].data()[e] = float_to_bfloat16(w.h[0].data()[e]);
     std::copy_n(w.h_bits[0].data(), n, w.h_bits[1].data());
@@ -448,6 +506,16 @@ class ForwardDriver {
     }
   }
 
+  // final_hidden from the layer output's bits, widened.
+  void final_hidden_bits(int64_t dir, const uint16_t* y, Acc* dst) const {
+    const int64_t DH = p_.D * p_.H;
+    for (int64_t b = 0; b < p_.B; ++b) {
+      const int64_t t = dir == 0 ? p_.sequence_length(b) - 1 : 0;
+      const uint16_t* src = y + (p_.step_offset[t] + b) * DH + dir * p_.H;
+      for (int64_t k = 0; k < p_.H; ++k) dst[b * p_.H + k] = bfloat16_to_float(src[k]);
+    }
+  }
+
   void run_direction(int64_t l, int64_t dir, const Layer<Acc>& layer) {
     const Acc* x = layer.x;
     Acc* y = layer.y;
@@ -464,7 +532,11 @@ class ForwardDriver {
       } else {
         run_float_direction(s, dir, in_size, x, w, y);
       }
-      final_hidden(dir, y, w.h[0].data());
+      if (bits_only()) {
+        final_hidden_bits(dir, layer.y_bits, w.h[0].data());
+      } else {
+        final_hidden(dir, y, w.h[0].data());
+      }
     } else {
       project_half(0, in_size, x, w);
       project_half(1, in_size, x, w);

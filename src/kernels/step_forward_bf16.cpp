@@ -10,6 +10,7 @@
 #include <immintrin.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <cstring>
 #include <type_traits>
 
@@ -204,6 +205,31 @@ LSTMOP_CELL_TARGET void pack_pairs(uint16_t* part, int64_t pairs_count, int64_t 
   }
 }
 
+// pack_bits for rows 4-byte aligned with an even stride: per pair p the 16
+// units' values k = 2p, 2p + 1 are one 32-bit element of each row, gathered
+// at once; an odd count's last value alone (no read past a row).
+LSTMOP_CELL_TARGET void gather_pairs(uint16_t* part, int64_t pairs_count, int64_t count,
+                                     const uint16_t* w, int64_t ld, int64_t units) {
+  const __mmask16 valid = static_cast<__mmask16>((1u << units) - 1u);
+  const __m512i rows = _mm512_mullo_epi32(
+      _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
+      _mm512_set1_epi32(static_cast<int>(ld / 2)));
+  const int* pairs_of = reinterpret_cast<const int*>(w);
+  const int64_t full = count / 2;  // pairs inside the rows; an odd count's last one is not
+  for (int64_t p = 0; p < full; ++p) {
+    _mm512_storeu_si512(part + p * 2 * kWidth,
+                        _mm512_mask_i32gather_epi32(_mm512_setzero_si512(), valid, rows,
+                                                    pairs_of + p, 4));
+  }
+  for (int64_t p = full; p < pairs_count; ++p) {  // the last value with a zero partner
+    uint16_t* dst = part + p * 2 * kWidth;
+    for (int64_t lane = 0; lane < kWidth; ++lane) {
+      dst[2 * lane] = lane < units && 2 * p < count ? w[lane * ld + 2 * p] : uint16_t{0};
+      dst[2 * lane + 1] = 0;
+    }
+  }
+}
+
 }  // namespace
 
 void Bf16StepWeights::allocate(WorkspaceArena& arena, int64_t H, int64_t max_k_input,
@@ -238,6 +264,42 @@ void Bf16StepWeights::pack(const float* w_ih, int64_t ld_ih, const float* w_hh, 
         const bool valid = lane < units;
         dst[2 * lane] = valid && k < count ? float_to_bfloat16(row[k]) : uint16_t{0};
         dst[2 * lane + 1] = valid && k + 1 < count ? float_to_bfloat16(row[k + 1]) : uint16_t{0};
+      }
+    }
+  };
+  for (int64_t g = 0; g < groups; ++g) {
+    const int64_t units = std::min<int64_t>(kWidth, H_ - g * kWidth);
+    for (int64_t q = 0; q < 4; ++q) {
+      uint16_t* panel = out + (g * 4 + q) * (P0 + P1) * 2 * kWidth;
+      const int64_t first_row = q * H_ + g * kWidth;
+      pack_part(panel, P0, k_input_, w_ih, ld_ih, first_row, units);
+      pack_part(panel + P0 * 2 * kWidth, P1, k_hidden_, w_hh, ld_hh, first_row, units);
+    }
+  }
+}
+
+void Bf16StepWeights::pack_bits(const uint16_t* w_ih, int64_t ld_ih, const uint16_t* w_hh,
+                                int64_t ld_hh, int64_t k_input) {
+  k_input_ = k_input;
+  const int64_t P0 = pairs(k_input_), P1 = pairs(k_hidden_);
+  const int64_t groups = (H_ + kWidth - 1) / kWidth;
+  uint16_t* out = packed_.data();
+  // Pair p of unit `lane`: the row's values k = 2p, 2p + 1 (0 past count).
+  auto pack_part = [&](uint16_t* part, int64_t pairs_count, int64_t count, const uint16_t* w,
+                       int64_t ld, int64_t first_row, int64_t units) {
+    const uint16_t* base = w + first_row * ld;
+    if (ld % 2 == 0 && ld < (int64_t{1} << 27) && reinterpret_cast<uintptr_t>(base) % 4 == 0) {
+      gather_pairs(part, pairs_count, count, base, ld, units);
+      return;
+    }
+    for (int64_t p = 0; p < pairs_count; ++p) {
+      uint16_t* dst = part + p * 2 * kWidth;
+      const int64_t k = 2 * p;
+      for (int64_t lane = 0; lane < kWidth; ++lane) {
+        const uint16_t* row = w + (first_row + lane) * ld;
+        const bool valid = lane < units;
+        dst[2 * lane] = valid && k < count ? row[k] : uint16_t{0};
+        dst[2 * lane + 1] = valid && k + 1 < count ? row[k + 1] : uint16_t{0};
       }
     }
   };

@@ -36,6 +36,9 @@ class Bf16StepWeights {
   void allocate(WorkspaceArena& arena, int64_t H, int64_t max_k_input, int64_t k_hidden);
   // float values rounded to nearest even (exact for bfloat16 calls' weights).
   void pack(const float* w_ih, int64_t ld_ih, const float* w_hh, int64_t ld_hh, int64_t k_input);
+  // The same from bfloat16 bits (bfloat16 calls), row strides in elements.
+  void pack_bits(const uint16_t* w_ih, int64_t ld_ih, const uint16_t* w_hh, int64_t ld_hh,
+                 int64_t k_input);
 
   int64_t hidden() const { return H_; }
   int64_t k_input() const { return k_input_; }
