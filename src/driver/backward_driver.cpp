@@ -209,39 +209,6 @@ class BackwardDriver {
     }
   }
 
-  // Columns [u0, u1) of rows x width at [s, t, first:] of a saved (D*L, T, B,
-  // width) view (width H, or R for h) into dst, row stride width.
-  static void load_saved_rows(const TensorView& v, int64_t s, int64_t t, int64_t first,
-                              int64_t rows, int64_t width, Acc* dst, int64_t u0, int64_t u1) {
-    gather_matrix<Acc>(v, s * v.stride(0) + t * v.stride(1) + first * v.stride(2) +
-                              u0 * v.stride(3),
-                       rows, v.stride(2), u1 - u0, v.stride(3), dst + u0, width);
-  }
-
-  // Step t of a direction started from step `prev` for rows b with b <
-  // step_batch[prev] (prev inside [0, T)), from hx otherwise.
-  int64_t previous_step(int64_t dir, int64_t t) const { return dir == 0 ? t - 1 : t + 1; }
-  int64_t rows_from_saved(int64_t dir, int64_t t) const {
-    const int64_t prev = previous_step(dir, t);
-    if (prev < 0 || prev >= p_.T) return 0;
-    return std::min(p_.step_batch[prev], p_.step_batch[t]);
-  }
-
-  // Columns [u0, u1) of the h (width R) or c (width H) the step started
-  // from, rows 0..step_batch[t]-1, into dst (rows, width).
-  void load_previous(const TensorView& saved, const TensorView* initial, int64_t s, int64_t dir,
-                     int64_t t, int64_t width, Acc* dst, int64_t u0, int64_t u1) const {
-    const int64_t rows = p_.step_batch[t];
-    const int64_t from_saved = rows_from_saved(dir, t);
-    if (from_saved > 0) {
-      load_saved_rows(saved, s, previous_step(dir, t), 0, from_saved, width, dst, u0, u1);
-    }
-    if (rows > from_saved) {
-      gather_slot_rows<Acc>(initial, s, from_saved, rows - from_saved, width,
-                            dst + from_saved * width, u0, u1);
-    }
-  }
-
   void load_weights(int64_t s, DirectionWorkspace<Acc>& wi, DirectionWorkspace<Acc>& w) const {
     const int64_t G = 4 * p_.H, in_size = p_.slot_input_size[s];
     const TensorView& w_ih = params_[s * p_.params_per_slot];
@@ -304,11 +271,11 @@ class BackwardDriver {
       if (v.dtype == dtype_of<Acc>() && v.stride(3) == 1 && v.stride(2) == H) {
         in[k] = static_cast<const Acc*>(v.data) + s * v.stride(0) + t * v.stride(1);
       } else {
-        load_saved_rows(v, s, t, 0, rows, H, w.step[k].data(), u0, u1);
+        gather_saved_rows<Acc>(v, s, t, 0, rows, H, w.step[k].data(), u0, u1);
         in[k] = w.step[k].data();
       }
     }
-    load_previous(*g_.c, c0, s, dir, t, H, w.step[kCPrev].data(), u0, u1);
+    gather_previous_state<Acc>(p_, *g_.c, c0, s, dir, t, H, w.step[kCPrev].data(), u0, u1);
     in[kCPrev] = w.step[kCPrev].data();
     // The cell's output gradient is dh_state + d_out; with projections dm,
     // which then stands in dh_state's place next to a zero d_out row (ld 0).
@@ -459,8 +426,8 @@ class BackwardDriver {
     for (int64_t t = 0; t < p_.T; ++t) {
       const int64_t rows = p_.step_batch[t];
       Acc* m_t = m + p_.step_offset[t] * H;
-      load_saved_rows(*g_.o, s, t, 0, rows, H, m_t, 0, H);
-      load_saved_rows(*g_.tanhc, s, t, 0, rows, H, tanhc, 0, H);
+      gather_saved_rows<Acc>(*g_.o, s, t, 0, rows, H, m_t, 0, H);
+      gather_saved_rows<Acc>(*g_.tanhc, s, t, 0, rows, H, tanhc, 0, H);
       for (int64_t e = 0; e < rows * H; ++e) m_t[e] *= tanhc[e];
     }
     if (N == 0) {  // an empty batch: no rows to sum, a zero gradient
@@ -496,7 +463,7 @@ class BackwardDriver {
     }
     if (p_.projections()) std::fill(w.zero_row.data(), w.zero_row.data() + H, Acc(0));
     for (int64_t step = 0; step < p_.T; ++step) {
-      load_previous(*g_.h, h0, s, dir, step, R, w.h_prev.data() + p_.step_offset[step] * R, 0, R);
+      gather_previous_state<Acc>(p_, *g_.h, h0, s, dir, step, R, w.h_prev.data() + p_.step_offset[step] * R, 0, R);
     }
     if constexpr (kFloat) {
       if (plan_.bf16_products) {

@@ -76,5 +76,33 @@ void gather_weight(const TensorView& w, int64_t rows, int64_t cols, Acc* dst) {
   gather_matrix<Acc>(w, 0, rows, w.stride(0), cols, w.stride(1), dst, cols);
 }
 
+// Columns [u0, u1) of rows x width at [s, t, first:] of a saved (D*L, T, B,
+// width) view (width H, or R for h) into dst, row stride width.
+template <class Acc>
+void gather_saved_rows(const TensorView& v, int64_t s, int64_t t, int64_t first, int64_t rows,
+                       int64_t width, Acc* dst, int64_t u0, int64_t u1) {
+  gather_matrix<Acc>(v, s * v.stride(0) + t * v.stride(1) + first * v.stride(2) + u0 * v.stride(3),
+                     rows, v.stride(2), u1 - u0, v.stride(3), dst + u0, width);
+}
+
+// Columns [u0, u1) of the h (width R) or c (width H) that step t of direction
+// dir started from, rows 0..step_batch[t]-1, into dst (rows, width): the saved
+// tensor at the previous step (t - 1 forward, t + 1 reverse) for the rows that
+// step had, the initial state (hx, or zeros when null) for the others.
+template <class Acc>
+void gather_previous_state(const LstmProblem& p, const TensorView& saved,
+                           const TensorView* initial, int64_t s, int64_t dir, int64_t t,
+                           int64_t width, Acc* dst, int64_t u0, int64_t u1) {
+  const int64_t rows = p.step_batch[t];
+  const int64_t prev = dir == 0 ? t - 1 : t + 1;
+  const int64_t from_saved =
+      prev < 0 || prev >= p.T ? 0 : std::min(p.step_batch[prev], p.step_batch[t]);
+  if (from_saved > 0) gather_saved_rows<Acc>(saved, s, prev, 0, from_saved, width, dst, u0, u1);
+  if (rows > from_saved) {
+    gather_slot_rows<Acc>(initial, s, from_saved, rows - from_saved, width,
+                          dst + from_saved * width, u0, u1);
+  }
+}
+
 }  // namespace detail
 }  // namespace lstmop

@@ -242,76 +242,73 @@ void Bf16StepWeights::allocate(WorkspaceArena& arena, int64_t H, int64_t max_k_i
             groups * 4 * (pairs(max_k_input) + pairs(k_hidden)) * 2 * kWidth);
 }
 
-void Bf16StepWeights::pack(const float* w_ih, int64_t ld_ih, const float* w_hh, int64_t ld_hh,
-                           int64_t k_input) {
-  k_input_ = k_input;
-  const int64_t P0 = pairs(k_input_), P1 = pairs(k_hidden_);
-  const int64_t groups = (H_ + kWidth - 1) / kWidth;
-  uint16_t* out = packed_.data();
-  // One part (w_ih's or w_hh's columns) of one panel: pair p of unit `lane`
-  // at (p * 16 + lane) * 2, written in memory order.
-  auto pack_part = [&](uint16_t* part, int64_t pairs_count, int64_t count, const float* w,
+namespace {
+
+inline uint16_t bits_of(float v) { return float_to_bfloat16(v); }
+inline uint16_t bits_of(uint16_t v) { return v; }
+
+// Every panel part of Bf16StepWeights (per group and gate: w_ih's columns,
+// then w_hh's) from float or bfloat16 rows. `fast(part, pairs, count, base,
+// ld, units)` packs a part on the vector path and returns false where it
+// cannot; the loop below writes pair p of unit `lane` at (p * 16 + lane) * 2.
+template <class T, class Fast>
+void pack_panels(uint16_t* out, int64_t H, int64_t k_input, int64_t k_hidden, const T* w_ih,
+                 int64_t ld_ih, const T* w_hh, int64_t ld_hh, Fast fast) {
+  const int64_t P0 = pairs(k_input), P1 = pairs(k_hidden);
+  const int64_t groups = (H + kWidth - 1) / kWidth;
+  auto pack_part = [&](uint16_t* part, int64_t pairs_count, int64_t count, const T* w,
                        int64_t ld, int64_t first_row, int64_t units) {
-    if (ld < (int64_t{1} << 27)) {
-      pack_pairs(part, pairs_count, count, w + first_row * ld, ld, units);
-      return;
-    }
+    if (fast(part, pairs_count, count, w + first_row * ld, ld, units)) return;
     for (int64_t p = 0; p < pairs_count; ++p) {
       uint16_t* dst = part + p * 2 * kWidth;
       const int64_t k = 2 * p;
       for (int64_t lane = 0; lane < kWidth; ++lane) {
-        const float* row = w + (first_row + lane) * ld;
+        const T* row = w + (first_row + lane) * ld;
         const bool valid = lane < units;
-        dst[2 * lane] = valid && k < count ? float_to_bfloat16(row[k]) : uint16_t{0};
-        dst[2 * lane + 1] = valid && k + 1 < count ? float_to_bfloat16(row[k + 1]) : uint16_t{0};
+        dst[2 * lane] = valid && k < count ? bits_of(row[k]) : uint16_t{0};
+        dst[2 * lane + 1] = valid && k + 1 < count ? bits_of(row[k + 1]) : uint16_t{0};
       }
     }
   };
   for (int64_t g = 0; g < groups; ++g) {
-    const int64_t units = std::min<int64_t>(kWidth, H_ - g * kWidth);
+    const int64_t units = std::min<int64_t>(kWidth, H - g * kWidth);
     for (int64_t q = 0; q < 4; ++q) {
       uint16_t* panel = out + (g * 4 + q) * (P0 + P1) * 2 * kWidth;
-      const int64_t first_row = q * H_ + g * kWidth;
-      pack_part(panel, P0, k_input_, w_ih, ld_ih, first_row, units);
-      pack_part(panel + P0 * 2 * kWidth, P1, k_hidden_, w_hh, ld_hh, first_row, units);
+      const int64_t first_row = q * H + g * kWidth;
+      pack_part(panel, P0, k_input, w_ih, ld_ih, first_row, units);
+      pack_part(panel + P0 * 2 * kWidth, P1, k_hidden, w_hh, ld_hh, first_row, units);
     }
   }
+}
+
+}  // namespace
+
+void Bf16StepWeights::pack(const float* w_ih, int64_t ld_ih, const float* w_hh, int64_t ld_hh,
+                           int64_t k_input) {
+  k_input_ = k_input;
+  pack_panels(packed_.data(), H_, k_input_, k_hidden_, w_ih, ld_ih, w_hh, ld_hh,
+              [](uint16_t* part, int64_t pairs_count, int64_t count, const float* base,
+                 int64_t ld, int64_t units) {
+                if (ld >= (int64_t{1} << 27)) return false;  // 32-bit gather offsets
+                pack_pairs(part, pairs_count, count, base, ld, units);
+                return true;
+              });
 }
 
 void Bf16StepWeights::pack_bits(const uint16_t* w_ih, int64_t ld_ih, const uint16_t* w_hh,
                                 int64_t ld_hh, int64_t k_input) {
   k_input_ = k_input;
-  const int64_t P0 = pairs(k_input_), P1 = pairs(k_hidden_);
-  const int64_t groups = (H_ + kWidth - 1) / kWidth;
-  uint16_t* out = packed_.data();
-  // Pair p of unit `lane`: the row's values k = 2p, 2p + 1 (0 past count).
-  auto pack_part = [&](uint16_t* part, int64_t pairs_count, int64_t count, const uint16_t* w,
-                       int64_t ld, int64_t first_row, int64_t units) {
-    const uint16_t* base = w + first_row * ld;
-    if (ld % 2 == 0 && ld < (int64_t{1} << 27) && reinterpret_cast<uintptr_t>(base) % 4 == 0) {
-      gather_pairs(part, pairs_count, count, base, ld, units);
-      return;
-    }
-    for (int64_t p = 0; p < pairs_count; ++p) {
-      uint16_t* dst = part + p * 2 * kWidth;
-      const int64_t k = 2 * p;
-      for (int64_t lane = 0; lane < kWidth; ++lane) {
-        const uint16_t* row = w + (first_row + lane) * ld;
-        const bool valid = lane < units;
-        dst[2 * lane] = valid && k < count ? row[k] : uint16_t{0};
-        dst[2 * lane + 1] = valid && k + 1 < count ? row[k + 1] : uint16_t{0};
-      }
-    }
-  };
-  for (int64_t g = 0; g < groups; ++g) {
-    const int64_t units = std::min<int64_t>(kWidth, H_ - g * kWidth);
-    for (int64_t q = 0; q < 4; ++q) {
-      uint16_t* panel = out + (g * 4 + q) * (P0 + P1) * 2 * kWidth;
-      const int64_t first_row = q * H_ + g * kWidth;
-      pack_part(panel, P0, k_input_, w_ih, ld_ih, first_row, units);
-      pack_part(panel + P0 * 2 * kWidth, P1, k_hidden_, w_hh, ld_hh, first_row, units);
-    }
-  }
+  pack_panels(packed_.data(), H_, k_input_, k_hidden_, w_ih, ld_ih, w_hh, ld_hh,
+              [](uint16_t* part, int64_t pairs_count, int64_t count, const uint16_t* base,
+                 int64_t ld, int64_t units) {
+                // 32-bit pair gathers: 4-byte aligned rows with an even stride.
+                if (ld % 2 != 0 || ld >= (int64_t{1} << 27) ||
+                    reinterpret_cast<uintptr_t>(base) % 4 != 0) {
+                  return false;
+                }
+                gather_pairs(part, pairs_count, count, base, ld, units);
+                return true;
+              });
 }
 
 template <class Storage>
