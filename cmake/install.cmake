@@ -27,7 +27,7 @@ install(EXPORT lstmopTargets
 # A static library's private link dependencies become the consumer's ($<LINK_ONLY:...> in
 # the export), so the config must find the packages of the imported targets lstmop links:
 # one find_dependency() per package. The package is the target's namespace (Threads::Threads
-# -> Threads, hwy::hwy -> hwy) except where a package names its targets otherwise
+# -> Threads, OpenMP::OpenMP_CXX -> OpenMP) except where a package names its targets otherwise
 # (DNNL::dnnl comes from package dnnl). Plain library paths need nothing.
 get_target_property(lstmop_link_libraries lstmop LINK_LIBRARIES)
 set(lstmop_dependency_packages "")

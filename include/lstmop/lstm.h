@@ -1,5 +1,5 @@
-// lstmop: the `_lstm` / `_lstm_backward` operator pair (see docs/ and
-// ../shared/CONTRACT.md for the full contract).
+// lstmop: the `_lstm` / `_lstm_backward` operator pair (docs/lstm.md and
+// docs/lstm_backward.md give the full contract).
 //
 // Every function takes exactly the contract's arguments, in the contract's
 // order: input, hx, params, has_biases, num_layers, dropout, train,
