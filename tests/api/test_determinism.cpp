@@ -9,18 +9,6 @@
 namespace lstmtest {
 namespace {
 
-struct AllResults {
-  ForwardResult fwd;
-  BackwardResult bwd;
-};
-
-AllResults run_all(const LstmProblem& p, const LstmGrads& g) {
-  AllResults r;
-  r.fwd = run_forward(p);
-  if (p.cfg.train) r.bwd = run_backward(p, g, r.fwd);
-  return r;
-}
-
 void expect_bitwise_same(const AllResults& a, const AllResults& b, bool train) {
   const NamedViews fa = forward_outputs(a.fwd), fb = forward_outputs(b.fwd);
   for (std::size_t k = 0; k < fa.size(); ++k) {

@@ -22,18 +22,6 @@
 namespace lstmtest {
 namespace {
 
-struct AllResults {
-  ForwardResult fwd;
-  BackwardResult bwd;
-};
-
-AllResults run_all(const LstmProblem& p, const LstmGrads& g) {
-  AllResults r;
-  r.fwd = run_forward(p);
-  if (p.cfg.train) r.bwd = run_backward(p, g, r.fwd);
-  return r;
-}
-
 // "" if every result of a and b has the same shape and bytes, else the first
 // that differs.
 std::string first_difference(const AllResults& a, const AllResults& b, bool train) {

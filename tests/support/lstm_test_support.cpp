@@ -347,6 +347,13 @@ LstmGrads converted_grads(const LstmGrads& g, DType dtype) {
 // Calls
 // ---------------------------------------------------------------------------
 
+AllResults run_all(const LstmProblem& p, const LstmGrads& g) {
+  AllResults r;
+  r.fwd = run_forward(p);
+  if (p.cfg.train) r.bwd = run_backward(p, g, r.fwd);
+  return r;
+}
+
 ForwardResult run_forward(const LstmProblem& p) {
   const LstmConfig& c = p.cfg;
   return lstmop::lstm_forward(p.input, p.hx_list(), p.param_list(), c.has_biases, c.L, 0.0,

@@ -142,6 +142,12 @@ ForwardResult run_reference_forward(const LstmProblem& p);
 // Backward from the saved tensors 3-9 of `saved` (a train=True forward).
 // Undefined members of g are passed as undefined tensors.
 BackwardResult run_backward(const LstmProblem& p, const LstmGrads& g, const ForwardResult& saved);
+// The forward, and for a train=True problem the backward on its saved tensors.
+struct AllResults {
+  ForwardResult fwd;
+  BackwardResult bwd;
+};
+AllResults run_all(const LstmProblem& p, const LstmGrads& g);
 BackwardResult run_reference_backward(const LstmProblem& p, const LstmGrads& g,
                                       const ForwardResult& saved);
 
