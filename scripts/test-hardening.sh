@@ -3,7 +3,8 @@
 #   1. AddressSanitizer + UndefinedBehaviorSanitizer (+ LeakSanitizer) build of the C++ suites
 #      (every gtest suite of tests/ and the fuzz corpus replay; no torch binding, bench or
 #      examples): ctest.
-#   2. ThreadSanitizer build of the concurrency tests (ctest label "concurrency").
+#   2. ThreadSanitizer build of the concurrency tests (ctest label "concurrency"), with
+#      tests/tsan.supp: reports inside the uninstrumented oneDNN library are not lstmop's.
 #   3. The libFuzzer target (clang): the checked-in seeds once, then fuzzing for
 #      LSTMOP_FUZZ_SECONDS (default 60) on a copy of fuzz/corpus/; prints the executions.
 # Fails on the first failure. LSTMOP_HARDENING_STEPS (default "asan tsan fuzz") picks steps.
@@ -46,7 +47,7 @@ if [[ " $steps " == *" tsan "* ]]; then
   cmake -S . -B build-hard-tsan "${common[@]}" -DLSTMOP_SANITIZE=thread >/dev/null
   cmake --build build-hard-tsan -j "$jobs" --target test_concurrency
   tsan_ctest() {
-    TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1" \
+    TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1:suppressions=$PWD/tests/tsan.supp" \
       "$@" ctest --test-dir build-hard-tsan --output-on-failure -L concurrency
   }
   # Kernels with high-entropy ASLR can break TSan's fixed memory layout ("unexpected memory
