@@ -6,23 +6,29 @@
 //   2. per layer, top to bottom: x_l (N, I_l) <- the input (layer 0) or the
 //      lower layer's saved h of both directions; then per direction
 //      (directions possibly on two threads):
-//        gather w_ih (or w_ih^T), w_hh (4H, R) (and w_hr (P, H)); h_prev
+//        w_ih (or w_ih^T), w_hh (4H, R) (and w_hr (P, H)); h_prev
 //        (N, R) <- the h each row's step started from (saved h of the
 //        neighbouring step, or h0); dh (B, R), dc (B, H) <- grad_hy, grad_cy;
 //        per step, in the reverse of the forward's order, rows n = step_batch[t]:
 //          projections: dh_total[t] (n, P) = dh_state + d_out[t] (kept for
 //            dw_hr), dm (n, H) = dh_total[t] * w_hr, the cell's output gradient
 //          cell_pass_backward  -> d_gates[t] (n, 4H), dc_state
+//          db += column sums of d_gates[t]   (so db_ih = db_hh sums every row:
+//            per column the steps in this loop's order, rows in order)
 //          dh_state[:n] = d_gates[t] * w_hh           (recurrent_product.h)
 //        dh0, dc0 <- state;
 //        dw_ih = d_gates^T x_l, dw_hh = d_gates^T h_prev  (the plan's
 //          weight_gradients_tn: one TN GEMM each; otherwise a GEMM each per
 //          chunk of 1024 rows, operands transposed first: the NT form)
-//        db_ih = db_hh = column sums of d_gates;
 //        projections: dw_hr (P, H) = dh_total^T m, one TN GEMM over all rows,
 //          m = o * tanhc (N, H) from the saved tensors;
 //      d_in (N, I_l) = sum over directions of d_gates * w_ih (the next d_out);
 //   3. scatter layer 0's d_in into dx (0 in invalid rows).
+// Copies are skipped where the caller's tensor already has the layout a step
+// reads (sequence_rows.h): grad_y as d_out, the input as layer 0's x_l, dx as
+// layer 0's d_in (written in place), weights of the compute type with unit
+// column stride, and the saved tensors (c_prev included) of the compute type
+// with contiguous rows. The values are the same either way.
 #include <algorithm>
 #include <type_traits>
 
@@ -46,13 +52,15 @@ namespace {
 enum SavedIndex { kI, kJ, kF, kO, kTanhc, kCPrev, kSavedCount };
 
 template <class Acc>
-constexpr DType dtype_of() {
-  return std::is_same_v<Acc, float> ? DType::Float32 : DType::Float64;
-}
-
-template <class Acc>
 struct DirectionWorkspace {
   Workspace<Acc> d_gates, w_ih, w_hh, h_prev, dh_state, dc_state, dw_ih, dw_hh, db;
+  // The weights the products read: the caller's when of the compute type
+  // with unit column stride (sequence_rows.h: weight_in_place), else copies.
+  // w_ih_rows (4H, I_l) as stored, for the NN d_in product (TN weight
+  // gradients; the NT form reads w_ih's transposed copy); w_hh_rows (4H, R).
+  const Acc* w_ih_rows = nullptr;
+  const Acc* w_hh_rows = nullptr;
+  int64_t ld_ih = 0, ld_hh = 0;
   // Projections (lstm_plan.h): w_hr (P, H); dh_total (N, P); m (N, H); dw_hr
   // (P, H); one step's dm (B, H); a zero row (H).
   Workspace<Acc> w_hr, dh_total, cell_output, dw_hr, cell_output_gradient, zero_row;
@@ -77,6 +85,12 @@ class BackwardDriver {
       : p_(p), plan_(plan_backward(p)), g_(g), input_(input), hx_(hx), params_(params),
         out_(out) {
     const ThreadPlan& t = plan_.threads;
+    // Compact rows of the compute type read or written in place
+    // (sequence_rows.h): the input (layer 0's x), grad_y (the top layer's
+    // d_out) and dx (layer 0's d_in).
+    input_in_place_ = compact_rows_in_place<Acc>(p, input, p.I);
+    if (g.grad_y->defined) grad_y_in_place_ = compact_rows_in_place<Acc>(p, *g.grad_y, p.D * p.R);
+    dx_in_place_ = compact_rows_in_place<Acc>(p, out.dx, p.I);
     arena_.add(x_, "a layer's input (valid rows, input_size)", plan_.layer_rows);
     arena_.add(d_out_, "the gradient of a layer's output (valid rows, D*R)", plan_.layer_rows);
     arena_.add(d_in_, "the gradient of a layer's input (valid rows, input_size)",
@@ -153,13 +167,18 @@ class BackwardDriver {
 
   void run() {
     const int64_t DR = p_.D * p_.R;
-    if (g_.grad_y->defined) {
-      gather_valid_rows<Acc>(p_, *g_.grad_y, DR, d_out_.data());
-    } else {
-      std::fill(d_out_.data(), d_out_.data() + p_.valid_rows() * DR, Acc(0));
+    d_out_rows_ = grad_y_in_place_;
+    if (d_out_rows_ == nullptr) {
+      if (g_.grad_y->defined) {
+        gather_valid_rows<Acc>(p_, *g_.grad_y, DR, d_out_.data());
+      } else {
+        std::fill(d_out_.data(), d_out_.data() + p_.valid_rows() * DR, Acc(0));
+      }
+      d_out_rows_ = d_out_.data();
     }
     for (int64_t l = p_.L - 1; l >= 0; --l) {
       const int64_t in_size = p_.slot_input_size[l * p_.D];
+      d_in_rows_ = l == 0 && dx_in_place_ != nullptr ? dx_in_place_ : d_in_.data();
       load_layer_input(l);
       if (plan_.threads.threading == Threading::DirectionsInParallel) {
         run_tasks(p_.D, plan_.threads.direction_threads,
@@ -172,8 +191,9 @@ class BackwardDriver {
         }
       }
       std::swap(d_in_, d_out_);  // d_out_ now holds the gradient of layer l-1's output
+      d_out_rows_ = d_out_.data();
     }
-    scatter_valid_rows<Acc>(p_, d_out_.data(), p_.I, out_.dx);
+    if (dx_in_place_ == nullptr) scatter_valid_rows<Acc>(p_, d_out_.data(), p_.I, out_.dx);
   }
 
  private:
@@ -184,11 +204,15 @@ class BackwardDriver {
   // x_ (N, I_l): the input for layer 0, else the lower layer's saved h (its
   // output); bf16_products: its bfloat16 values too.
   void load_layer_input(int64_t l) {
-    gather_layer_input(l);
+    x_rows_ = l == 0 ? input_in_place_ : nullptr;
+    if (x_rows_ == nullptr) {
+      gather_layer_input(l);
+      x_rows_ = x_.data();
+    }
     if constexpr (kFloat) {
       if (plan_.bf16_products) {
         const int64_t in_size = p_.slot_input_size[l * p_.D];
-        round_to_bfloat16_bits(x_.data(), p_.valid_rows() * in_size, x_bits_.data());
+        round_to_bfloat16_bits(x_rows_, p_.valid_rows() * in_size, x_bits_.data());
       }
     }
   }
@@ -213,15 +237,26 @@ class BackwardDriver {
     const int64_t G = 4 * p_.H, in_size = p_.slot_input_size[s];
     const TensorView& w_ih = params_[s * p_.params_per_slot];
     const TensorView& w_hh = params_[s * p_.params_per_slot + 1];
-    if (plan_.weight_gradients_tn) {  // w_ih (4H, in_size) as stored: d_in is an NN product
-      gather_weight<Acc>(w_ih, G, in_size, wi.w_ih.data());
-    } else {
-      // w_ih^T (in_size, 4H): w_ih gathered as stored into dw_ih (free until the
-      // weight gradients), then transposed (a strided gather is several times slower).
-      gather_weight<Acc>(w_ih, G, in_size, w.dw_ih.data());
-      transpose(G, in_size, w.dw_ih.data(), in_size, wi.w_ih.data(), G + kTransposePad);
+    // w_ih (4H, in_size) as stored (in place, or gathered).
+    Acc* w_ih_copy = plan_.weight_gradients_tn ? wi.w_ih.data() : w.dw_ih.data();
+    wi.w_ih_rows = weight_in_place<Acc>(w_ih, G, in_size, &wi.ld_ih);
+    if (wi.w_ih_rows == nullptr) {
+      gather_weight<Acc>(w_ih, G, in_size, w_ih_copy);
+      wi.w_ih_rows = w_ih_copy;
+      wi.ld_ih = in_size;
     }
-    gather_weight<Acc>(w_hh, G, p_.R, w.w_hh.data());
+    if (!plan_.weight_gradients_tn) {
+      // w_ih^T (in_size, 4H) for the NT d_in product: w_ih as stored (in place,
+      // or gathered into dw_ih, free until the weight gradients), transposed
+      // (a strided gather is several times slower).
+      transpose(G, in_size, wi.w_ih_rows, wi.ld_ih, wi.w_ih.data(), G + kTransposePad);
+    }
+    w.w_hh_rows = weight_in_place<Acc>(w_hh, G, p_.R, &w.ld_hh);
+    if (w.w_hh_rows == nullptr) {
+      gather_weight<Acc>(w_hh, G, p_.R, w.w_hh.data());
+      w.w_hh_rows = w.w_hh.data();
+      w.ld_hh = p_.R;
+    }
     if (p_.projections()) {
       gather_weight<Acc>(params_[p_.w_hr_index(s)], p_.P, p_.H, w.w_hr.data());
     }
@@ -235,7 +270,7 @@ class BackwardDriver {
     const int64_t rows = p_.step_batch[t], off = p_.step_offset[t];
     Acc* dh_total = w.dh_total.data() + off * P;
     const Acc* dh_state = w.dh_state.data();
-    const Acc* d_out = d_out_.data() + off * DP + dir * P;
+    const Acc* d_out = d_out_rows_ + off * DP + dir * P;
     for (int64_t r = 0; r < rows; ++r) {
       for (int64_t k = 0; k < P; ++k) {
         dh_total[r * P + k] = dh_state[r * P + k] + d_out[r * DP + k];
@@ -268,18 +303,27 @@ class BackwardDriver {
     const Acc* in[kSavedCount];
     for (int k = 0; k < kCPrev; ++k) {
       const TensorView& v = *saved_views[k];
-      if (v.dtype == dtype_of<Acc>() && v.stride(3) == 1 && v.stride(2) == H) {
+      if (v.dtype == compute_dtype<Acc>() && v.stride(3) == 1 && v.stride(2) == H) {
         in[k] = static_cast<const Acc*>(v.data) + s * v.stride(0) + t * v.stride(1);
       } else {
         gather_saved_rows<Acc>(v, s, t, 0, rows, H, w.step[k].data(), u0, u1);
         in[k] = w.step[k].data();
       }
     }
-    gather_previous_state<Acc>(p_, *g_.c, c0, s, dir, t, H, w.step[kCPrev].data(), u0, u1);
-    in[kCPrev] = w.step[kCPrev].data();
+    // c_prev: the saved c of the previous step, read in place like the others
+    // when that step had every row of this one; else gathered (with c0's rows).
+    const TensorView& c = *g_.c;
+    const int64_t prev = dir == 0 ? t - 1 : t + 1;
+    if (prev >= 0 && prev < p_.T && p_.step_batch[prev] >= rows &&
+        c.dtype == compute_dtype<Acc>() && c.stride(3) == 1 && c.stride(2) == H) {
+      in[kCPrev] = static_cast<const Acc*>(c.data) + s * c.stride(0) + prev * c.stride(1);
+    } else {
+      gather_previous_state<Acc>(p_, c, c0, s, dir, t, H, w.step[kCPrev].data(), u0, u1);
+      in[kCPrev] = w.step[kCPrev].data();
+    }
     // The cell's output gradient is dh_state + d_out; with projections dm,
     // which then stands in dh_state's place next to a zero d_out row (ld 0).
-    const Acc* d_out = d_out_.data() + off * DR + dir * R;
+    const Acc* d_out = d_out_rows_ + off * DR + dir * R;
     int64_t ld_out = DR;
     const Acc* dh = w.dh_state.data();
     if (p_.projections()) {
@@ -290,6 +334,17 @@ class BackwardDriver {
     cell_pass_backward<Acc>(rows, H, u0, u1, in[kI], in[kJ], in[kF], in[kO], in[kTanhc],
                             in[kCPrev], d_out, ld_out, dh, w.dc_state.data(),
                             own.d_gates.data() + off * G);
+    if (p_.has_biases) {
+      // db += the step's d_gates rows (the part's columns), while they are in
+      // cache: per column the steps in the loop's order, rows in order.
+      Acc* db = w.db.data();
+      for (int64_t r = 0; r < rows; ++r) {
+        const Acc* row = own.d_gates.data() + (off + r) * G;
+        for (int64_t q = 0; q < 4; ++q) {
+          for (int64_t k = q * H + u0; k < q * H + u1; ++k) db[k] += row[k];
+        }
+      }
+    }
     if constexpr (kFloat) {
       if (plan_.bf16_products) {
         // The part's columns of each gate block, rounded for the products.
@@ -329,7 +384,7 @@ class BackwardDriver {
       product.accumulate(rows, d_gates, G, w.dh_state.data() + u0, R);
     } else {
       (void)u0, (void)u1;
-      gemm(Transpose::No, Transpose::No, rows, R, G, Acc(1), d_gates, G, w.w_hh.data(), R,
+      gemm(Transpose::No, Transpose::No, rows, R, G, Acc(1), d_gates, G, w.w_hh_rows, w.ld_hh,
            Acc(0), w.dh_state.data(), R);
     }
   }
@@ -377,7 +432,7 @@ class BackwardDriver {
     if (plan_.weight_gradients_tn) {
       for (int part = p0; part < p1; ++part) {
         const Acc* a = own.d_gates.data() + part * half;
-        gemm(Transpose::Yes, Transpose::No, half, in_size, N, Acc(1), a, G, x_.data(), in_size,
+        gemm(Transpose::Yes, Transpose::No, half, in_size, N, Acc(1), a, G, x_rows_, in_size,
              Acc(0), w.dw_ih.data() + part * half * in_size, in_size);
         gemm(Transpose::Yes, Transpose::No, half, R, N, Acc(1), a, G, w.h_prev.data(), R,
              Acc(0), w.dw_hh.data() + part * half * R, R);
@@ -400,7 +455,7 @@ class BackwardDriver {
         transpose(rows, half, own.d_gates.data() + r0 * G + part * half, G,
                   w.d_gates_t.data() + part * half * ld, ld);
         if (part == 0) {
-          transpose(rows, in_size, x_.data() + r0 * in_size, in_size, w.x_t.data(), ld);
+          transpose(rows, in_size, x_rows_ + r0 * in_size, in_size, w.x_t.data(), ld);
         } else {
           transpose(rows, R, w.h_prev.data() + r0 * R, R, w.h_prev_t.data(), ld);
         }
@@ -450,14 +505,17 @@ class BackwardDriver {
     load_weights(s, own, w);
     if constexpr (kFloat) {
       if (plan_.bf16_products) {
-        w.bf16_recurrent.set_b(w.w_hh.data(), H);
-        round_to_bfloat16_bits(own.w_ih.data(), G * in_size, own.w_ih_bits.data());
+        w.bf16_recurrent.set_b(w.w_hh_rows, w.ld_hh);
+        for (int64_t g = 0; g < G; ++g) {
+          round_to_bfloat16_bits(own.w_ih_rows + g * own.ld_ih, in_size,
+                                 own.w_ih_bits.data() + g * in_size);
+        }
       } else if (split) {
         for (int part = 0; part < 2; ++part) {
-          w.part_recurrent[part].set_b(w.w_hh.data() + t.units[part].begin, R);
+          w.part_recurrent[part].set_b(w.w_hh_rows + t.units[part].begin, w.ld_hh);
         }
       } else {
-        w.recurrent.set_b(w.w_hh.data(), R);
+        w.recurrent.set_b(w.w_hh_rows, w.ld_hh);
       }
       if (p_.projections()) w.output_projection.set_b(w.w_hr.data(), H);
     }
@@ -471,6 +529,7 @@ class BackwardDriver {
       }
     }
     gather_slot_rows<Acc>(g_.grad_hy, s, 0, p_.B, R, w.dh_state.data(), 0, R);
+    std::fill_n(w.db.data(), G, Acc(0));
     gather_slot_rows<Acc>(g_.grad_cy, s, 0, p_.B, H, w.dc_state.data(), 0, H);
 
     const bool paired = split && run_pair([&](int part) {
@@ -490,14 +549,8 @@ class BackwardDriver {
       projection_weight_gradient(s, w);
       scatter_matrix<Acc>(w.dw_hr.data(), H, p_.P, H, out_.dparams[p_.w_hr_index(s)], 0, H, 1);
     }
-    if (p_.has_biases) {
-      // Column sums of d_gates, rows in order.
-      Acc* db = w.db.data();
-      std::fill(db, db + G, Acc(0));
-      for (int64_t r = 0; r < N; ++r) {
-        const Acc* row = own.d_gates.data() + r * G;
-        for (int64_t g = 0; g < G; ++g) db[g] += row[g];
-      }
+    if (p_.has_biases) {  // db: the column sums of d_gates, summed in the time loop
+      const Acc* db = w.db.data();
       scatter_matrix<Acc>(db, G, 1, G, out_.dparams[base + 2], 0, G, 1);
       scatter_matrix<Acc>(db, G, 1, G, out_.dparams[base + 3], 0, G, 1);
     }
@@ -519,19 +572,19 @@ class BackwardDriver {
           gemm_bf16_or_float(Transpose::No, Transpose::No, rows, in_size, G,
                              dir_[dir].d_gates_bits.data() + r0 * G, G,
                              dir_[dir].w_ih_bits.data(), in_size, dir == 0 ? 0.0f : 1.0f,
-                             d_in_.data() + r0 * in_size, in_size);
+                             d_in_rows_ + r0 * in_size, in_size);
           return;
         }
       }
       if (plan_.weight_gradients_tn) {
         gemm(Transpose::No, Transpose::No, rows, in_size, G, Acc(1),
-             dir_[dir].d_gates.data() + r0 * G, G, dir_[dir].w_ih.data(), in_size,
-             dir == 0 ? Acc(0) : Acc(1), d_in_.data() + r0 * in_size, in_size);
+             dir_[dir].d_gates.data() + r0 * G, G, dir_[dir].w_ih_rows, dir_[dir].ld_ih,
+             dir == 0 ? Acc(0) : Acc(1), d_in_rows_ + r0 * in_size, in_size);
         return;
       }
       gemm(Transpose::No, Transpose::Yes, rows, in_size, G, Acc(1),
            dir_[dir].d_gates.data() + r0 * G, G, dir_[dir].w_ih.data(), G + kTransposePad,
-           dir == 0 ? Acc(0) : Acc(1), d_in_.data() + r0 * in_size, in_size);
+           dir == 0 ? Acc(0) : Acc(1), d_in_rows_ + r0 * in_size, in_size);
     });
   }
 
@@ -545,6 +598,14 @@ class BackwardDriver {
   mutable PairBarrier barrier_;
   WorkspaceArena arena_;
   Workspace<Acc> x_, d_out_, d_in_;
+  // Where the current layer reads x and d_out and writes d_in: the
+  // workspaces above, or the caller's tensors in place (the constructor).
+  const Acc* x_rows_ = nullptr;
+  const Acc* d_out_rows_ = nullptr;
+  Acc* d_in_rows_ = nullptr;
+  const Acc* input_in_place_ = nullptr;
+  const Acc* grad_y_in_place_ = nullptr;
+  Acc* dx_in_place_ = nullptr;
   Workspace<uint16_t> x_bits_;  // bf16_products: x_'s bfloat16 values
   DirectionWorkspace<Acc> dir_[2];
 };

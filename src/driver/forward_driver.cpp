@@ -24,6 +24,10 @@
 //      hy, cy <- the final states; saved tensors at positions past each
 //      sequence's end;
 //   3. scatter the last layer's output into `output` (0 in invalid rows).
+// Copies are skipped where the caller's tensor already has the layout a step
+// reads or writes (sequence_rows.h): the input read in place as x (step 1),
+// the output written in place by the last layer (step 3), float weights with
+// unit column stride packed or multiplied straight from the caller's memory.
 // bfloat16 with AVX512-BF16 in the projection form: layer 0's input product
 // multiplies the input's and w_ih's bfloat16 values directly (gemm_bf16_nt:
 // the products are exact, accumulation in float, ~2x the float GEMM's rate)
@@ -57,6 +61,12 @@ struct DirectionWorkspace {
   // w_ih read transposed by the projection form's GEMM); double: w_ih^T,
   // w_hh^T.
   Workspace<Acc> gates, w_ih, w_hh, bias, bias_tmp, c_state;
+  // The weights the slot's products read: the caller's when they are of the
+  // compute type with unit column stride (read in place), else w_ih / w_hh
+  // (float; double keeps its transposed copies); ld: their row strides.
+  const Acc* w_ih_rows = nullptr;
+  const Acc* w_hh_rows = nullptr;
+  int64_t ld_ih = 0, ld_hh = 0;
   // float: h[n % 2] is step n's input h (B, R), h[(n + 1) % 2] its output
   // (both start as hx's h); double: h[0] is the hidden state.
   Workspace<Acc> h[2];
@@ -89,9 +99,19 @@ class ForwardDriver {
                 const TensorList& params, const ForwardOutputs& out)
       : p_(p), plan_(plan_forward(p)), input_(input), hx_(hx), params_(params), out_(out) {
     const ThreadPlan& t = plan_.threads;
-    arena_.add(x0_, "the input (valid rows, input_size)", plan_.input);
+    // The input read and the last layer's output written in place when they
+    // already lie as compact rows of the compute type (sequence_rows.h).
+    if (!bits_only()) {
+      input_in_place_ = compact_rows_in_place<Acc>(p, input, p.I);
+      output_in_place_ = compact_rows_in_place<Acc>(p, out.output, p.D * p.R);
+    }
+    arena_.add(x0_, "the input (valid rows, input_size)",
+               input_in_place_ != nullptr ? 1 : plan_.input);
     for (int64_t k = 0; k < plan_.layer_outputs; ++k) {
-      arena_.add(y_[k], "a layer's output (valid rows, D*R)", plan_.layer_output);
+      // Layers 0..L-2 alternate between y_[0] and y_[1]; the last one's
+      // output goes into y_[(L-1) % 2] unless written in place.
+      const bool used = output_in_place_ == nullptr || k < p.L - 1;
+      arena_.add(y_[k], "a layer's output (valid rows, D*R)", used ? plan_.layer_output : 1);
     }
     if (plan_.bf16_products) {
       arena_.add(x0_bits_, "the input's bfloat16 values (valid rows, input_size)",
@@ -131,18 +151,21 @@ class ForwardDriver {
   }
 
   void run() {
+    const Acc* x0 = input_in_place_;
     if (bits_only()) {
       gather_input_bits();
-    } else {
+    } else if (x0 == nullptr) {
       gather_valid_rows<Acc>(p_, input_, p_.I, x0_.data());
+      x0 = x0_.data();
     }
     if (plan_.bf16_products && !bits_only()) {
       // The products' operands: the input's values rounded to bfloat16 (float32 calls).
       const int64_t n = p_.valid_rows() * p_.I;
-      for (int64_t e = 0; e < n; ++e) x0_bits_.data()[e] = float_to_bfloat16(x0_.data()[e]);
+      for (int64_t e = 0; e < n; ++e) x0_bits_.data()[e] = float_to_bfloat16(x0[e]);
     }
     for (int64_t l = 0; l < p_.L; ++l) {
-      const Layer<Acc> layer{l == 0 ? x0_.data() : y_[(l - 1) % 2].data(), y_[l % 2].data(),
+      Acc* y = l == p_.L - 1 && output_in_place_ != nullptr ? output_in_place_ : y_[l % 2].data();
+      const Layer<Acc> layer{l == 0 ? x0 : y_[(l - 1) % 2].data(), y,
                         l == 0 ? x0_bits_.data() : y_bits_[(l - 1) % 2].data(),
                         y_bits_[l % 2].data()};
       run_tasks(p_.D, plan_.threads.direction_threads,
@@ -150,7 +173,7 @@ class ForwardDriver {
     }
     if (bits_only()) {
       scatter_output_bits(y_bits_[(p_.L - 1) % 2].data());
-    } else {
+    } else if (output_in_place_ == nullptr) {
       scatter_valid_rows<Acc>(p_, y_[(p_.L - 1) % 2].data(), p_.D * p_.R, out_.output);
     }
     if (!p_.train) {
@@ -232,8 +255,18 @@ class ForwardDriver {
     const TensorView& w_hh = params_[base + 1];
     if constexpr (kFloat) {
       if (!weights_as_bits(s)) {
-        gather_weight<Acc>(w_ih, G, in_size, w.w_ih.data());
-        gather_weight<Acc>(w_hh, G, p_.R, w.w_hh.data());
+        w.w_ih_rows = weight_in_place<Acc>(w_ih, G, in_size, &w.ld_ih);
+        if (w.w_ih_rows == nullptr) {
+          gather_weight<Acc>(w_ih, G, in_size, w.w_ih.data());
+          w.w_ih_rows = w.w_ih.data();
+          w.ld_ih = in_size;
+        }
+        w.w_hh_rows = weight_in_place<Acc>(w_hh, G, p_.R, &w.ld_hh);
+        if (w.w_hh_rows == nullptr) {
+          gather_weight<Acc>(w_hh, G, p_.R, w.w_hh.data());
+          w.w_hh_rows = w.w_hh.data();
+          w.ld_hh = p_.R;
+        }
       }
     } else {
       // Transposed: element (k, g) of w^T is w[g, k].
@@ -329,7 +362,7 @@ class ForwardDriver {
     const int64_t r0 = part.first, rows = part.count;
     if constexpr (kFloat) {
       gemm(Transpose::No, Transpose::Yes, rows, G, in_size, Acc(1), x + r0 * in_size, in_size,
-           w.w_ih.data(), in_size, Acc(0), w.gates.data() + r0 * G, G);
+           w.w_ih_rows, w.ld_ih, Acc(0), w.gates.data() + r0 * G, G);
     } else {
       gemm(Transpose::No, Transpose::No, rows, G, in_size, Acc(1), x + r0 * in_size, in_size,
            w.w_ih.data(), G, Acc(0), w.gates.data() + r0 * G, G);
@@ -432,7 +465,7 @@ class ForwardDriver {
       w.bf16_step.pack_bits(static_cast<const uint16_t*>(w_ih.data), w_ih.stride(0),
                             static_cast<const uint16_t*>(w_hh.data), w_hh.stride(0), in_size);
     } else {
-      w.bf16_step.pack(w.w_ih.data(), in_size, w.w_hh.data(), p_.H, in_size);
+      w.bf16_step.pack(w.w_ih_rows, w.ld_ih, w.w_hh_rows, w.ld_hh, in_size);
     }
     const int64_t n = p_.B * p_.H;
     for (int64_t e = 0; e < n; ++e) w.h_bits[0].data()[e] = float_to_bfloat16(w.h[0].data()[e]);
@@ -478,7 +511,7 @@ class ForwardDriver {
   void run_float_direction(int64_t s, int64_t dir, int64_t in_size, const Acc* x,
                            DirectionWorkspace<Acc>& w, Acc* y) {
     const bool concatenated = plan_.step_concatenated;
-    w.step.pack(w.w_ih.data(), in_size, w.w_hh.data(), p_.R, concatenated ? in_size : 0);
+    w.step.pack(w.w_ih_rows, w.ld_ih, w.w_hh_rows, w.ld_hh, concatenated ? in_size : 0);
     if (plan_.threads.threading == Threading::SplitUnits) {
       const bool paired = run_pair([&](int part) {
         if (!concatenated) {
@@ -557,6 +590,8 @@ class ForwardDriver {
   WorkspaceArena arena_;
   Workspace<Acc> x0_;
   Workspace<Acc> y_[2];
+  const Acc* input_in_place_ = nullptr;  // the input's data, read as x0 (compact rows)
+  Acc* output_in_place_ = nullptr;       // the output's data, the last layer's y
   Workspace<uint16_t> x0_bits_, y_bits_[2];  // bf16_products: the products' operands
   DirectionWorkspace<Acc> dir_[2];
 };

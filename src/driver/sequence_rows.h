@@ -10,12 +10,51 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <type_traits>
 
 #include "common/element_access.h"
 #include "plan/lstm_problem.h"
 
 namespace lstmop {
 namespace detail {
+
+// The DType of the compute type.
+template <class Acc>
+constexpr DType compute_dtype() {
+  return std::is_same_v<Acc, float> ? DType::Float32 : DType::Float64;
+}
+
+// A tensor in the input's or the output's format (input, grad_y, output, dx)
+// whose rows already lie as the compact (N, features) rows, in the compute
+// type: every sequence T long (no invalid row), features contiguous, rows
+// consecutive (time-major, or one sequence, or a full batch_sizes input).
+// Its data, to read or write in place instead of gathering or scattering
+// (the same values: a copy skipped); null for any other tensor.
+template <class Acc>
+Acc* compact_rows_in_place(const LstmProblem& p, const TensorView& v, int64_t features) {
+  if (!v.defined || v.data == nullptr || v.dtype != compute_dtype<Acc>() || features <= 0 ||
+      p.valid_rows() == 0 || p.valid_rows() != p.T * p.B) {
+    return nullptr;
+  }
+  const SequenceLayout l = p.sequence_layout(v);
+  if (l.f_stride != 1 || (p.B > 1 && l.b_stride != features) ||
+      (p.T > 1 && l.t_stride != p.B * features)) {
+    return nullptr;
+  }
+  return static_cast<Acc*>(v.data);
+}
+
+// A 2-D weight (w_ih, w_hh) of the compute type with unit column stride: its
+// data and row stride, read in place; null (and ld untouched) otherwise.
+template <class Acc>
+const Acc* weight_in_place(const TensorView& w, int64_t rows, int64_t cols, int64_t* ld) {
+  if (w.data == nullptr || w.dtype != compute_dtype<Acc>() || rows <= 0 || cols <= 0 ||
+      w.stride(1) != 1 || w.stride(0) < cols) {
+    return nullptr;
+  }
+  *ld = w.stride(0);
+  return static_cast<const Acc*>(w.data);
+}
 
 // dst (N, features) <- the valid rows of a tensor in the input's or the
 // output's format (input, grad_y).

@@ -48,7 +48,7 @@ void ForwardStepWeights::pack(const float* w_ih, int64_t ld_ih, const float* w_h
       // w_hh, for the group's units (rows q*H + g*W + lane); zeros past H.
       float* panel = out + (g * 4 + q) * K * W;
       const int64_t first_row = q * H_ + g * W;
-      if (isa_ == kernels::Isa::Avx512 && std::max(ld_ih, ld_hh) < (int64_t{1} << 27)) {
+      if (isa_ == kernels::Isa::Avx512) {
         pack_panel_rows_avx512(w_ih, ld_ih, first_row, units, k_input_, panel);
         pack_panel_rows_avx512(w_hh, ld_hh, first_row, units, k_hidden_, panel + k_input_ * W);
         continue;

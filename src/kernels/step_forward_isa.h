@@ -12,9 +12,9 @@ constexpr int64_t kStepWidthAvx512 = 16;
 constexpr int64_t kStepWidthAvx2 = 8;
 constexpr int64_t kStepWidthGeneric = 16;
 
-// Rows k_begin .. k_begin + count of a 16-lane panel: panel[k * 16 + lane] =
-// w[(first_row + lane) * ld + k] for lane < units, 0 for the others (AVX-512
-// gathers; units <= 16, 15 * ld < 2^31).
+// Rows 0 .. count of a 16-lane panel: panel[k * 16 + lane] =
+// w[(first_row + lane) * ld + k] for lane < units, 0 for the others
+// (16 x 16 blocks transposed in registers; units <= 16).
 void pack_panel_rows_avx512(const float* w, int64_t ld, int64_t first_row, int64_t units,
                             int64_t count, float* panel);
 
