@@ -38,19 +38,21 @@ void ForwardStepWeights::allocate(WorkspaceArena& arena, kernels::Isa isa, int64
 void ForwardStepWeights::pack(const float* w_ih, int64_t ld_ih, const float* w_hh,
                               int64_t ld_hh, int64_t k_input) {
   k_input_ = k_input;
-  const int64_t W = width_, K = k_input_ + k_hidden_;
+  const int64_t W = width_, K = k_input_ + k_hidden_, row = 4 * W;
   const int64_t groups = (H_ + W - 1) / W;
   float* out = packed_.data();
   for (int64_t g = 0; g < groups; ++g) {
     const int64_t units = std::min<int64_t>(W, H_ - g * W);
     for (int64_t q = 0; q < 4; ++q) {
-      // Panel (g, q): row k holds column k of w_ih (k < k_input), then of
-      // w_hh, for the group's units (rows q*H + g*W + lane); zeros past H.
-      float* panel = out + (g * 4 + q) * K * W;
+      // Gate q of group g: lanes [q * W, (q + 1) * W) of each of the group's
+      // K rows hold column k of w_ih (k < k_input), then of w_hh, for the
+      // group's units (rows q*H + g*W + lane); zeros past H.
+      float* lanes = out + g * K * row + q * W;
       const int64_t first_row = q * H_ + g * W;
       if (isa_ == kernels::Isa::Avx512) {
-        pack_panel_rows_avx512(w_ih, ld_ih, first_row, units, k_input_, panel);
-        pack_panel_rows_avx512(w_hh, ld_hh, first_row, units, k_hidden_, panel + k_input_ * W);
+        pack_panel_rows_avx512(w_ih, ld_ih, first_row, units, k_input_, row, lanes);
+        pack_panel_rows_avx512(w_hh, ld_hh, first_row, units, k_hidden_, row,
+                               lanes + k_input_ * row);
         continue;
       }
       for (int64_t k = 0; k < K; ++k) {
@@ -58,7 +60,7 @@ void ForwardStepWeights::pack(const float* w_ih, int64_t ld_ih, const float* w_h
         const float* w = input_part ? w_ih + first_row * ld_ih + k
                                     : w_hh + first_row * ld_hh + (k - k_input_);
         const int64_t ld = input_part ? ld_ih : ld_hh;
-        float* dst = panel + k * W;
+        float* dst = lanes + k * row;
         for (int64_t lane = 0; lane < units; ++lane) dst[lane] = w[lane * ld];
         for (int64_t lane = units; lane < W; ++lane) dst[lane] = 0.0f;
       }

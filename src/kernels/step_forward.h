@@ -50,8 +50,9 @@ namespace detail {
 
 // w_ih (4H, K0) and w_hh (4H, K1) packed once per call for the body of `isa`:
 // for every group of W hidden units (W = 16 for AVX-512, 8 for AVX2, 16 for
-// the generic body) four panels, one per gate, each K0 + K1 rows of W floats
-// (the w_ih columns, then the w_hh ones); lanes past H are zero.
+// the generic body) K0 + K1 rows (the w_ih columns, then the w_hh ones) of 4W
+// floats: gate q's W lanes at [q W, (q + 1) W), so the four vectors a k step
+// loads are adjacent (one stream for the prefetchers); lanes past H are zero.
 class ForwardStepWeights {
  public:
   // Declares the packed buffer in the call's arena (before it commits), for

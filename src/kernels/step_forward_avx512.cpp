@@ -62,7 +62,8 @@ LSTMOP_TARGET_AVX512 inline void transpose16(__m512 (&r)[16]) {
 // Blocks of 16 columns of the group's rows loaded as rows (contiguous reads;
 // rows past `units` zero), transposed in registers and stored as 16 panel rows.
 LSTMOP_TARGET_AVX512 void pack_panel_rows_avx512(const float* w, int64_t ld, int64_t first_row,
-                                                 int64_t units, int64_t count, float* panel) {
+                                                 int64_t units, int64_t count,
+                                                 int64_t panel_ld, float* panel) {
   const float* base = w + first_row * ld;
   for (int64_t k0 = 0; k0 < count; k0 += 16) {
     const int64_t n = count - k0 < 16 ? count - k0 : 16;
@@ -73,7 +74,7 @@ LSTMOP_TARGET_AVX512 void pack_panel_rows_avx512(const float* w, int64_t ld, int
                              : _mm512_setzero_ps();
     }
     transpose16(r);
-    for (int64_t j = 0; j < n; ++j) _mm512_storeu_ps(panel + (k0 + j) * 16, r[j]);
+    for (int64_t j = 0; j < n; ++j) _mm512_storeu_ps(panel + (k0 + j) * panel_ld, r[j]);
   }
 }
 

@@ -20,17 +20,17 @@ void step_forward_generic(const ForwardStepWeights& w, const ForwardStepArgs& s,
                           const StepSaved<Storage>* saved) {
   constexpr int64_t W = kStepWidthGeneric;
   const int64_t H = w.hidden(), K0 = w.k_input(), K1 = w.k_hidden();
-  const int64_t panel_stride = (K0 + K1) * W;
+  constexpr int64_t kRow = 4 * W;  // one k: the four gates' W lanes
   for (int64_t r = 0; r < s.rows; ++r) {
     for (int64_t u = s.u_begin; u < s.u_end; ++u) {
-      const float* panels = w.data() + (u / W) * 4 * panel_stride + u % W;
+      const float* block = w.data() + (u / W) * (K0 + K1) * kRow + u % W;
       float a[4];
       for (int q = 0; q < 4; ++q) {
-        const float* p = panels + q * panel_stride;
+        const float* p = block + q * W;
         float acc = s.gx != nullptr ? s.gx[r * 4 * H + q * H + u] : s.bias[q * H + u];
-        for (int64_t k = 0; k < K0; ++k) acc = std::fma(s.x[r * s.ld_x + k], p[k * W], acc);
+        for (int64_t k = 0; k < K0; ++k) acc = std::fma(s.x[r * s.ld_x + k], p[k * kRow], acc);
         for (int64_t k = 0; k < K1; ++k) {
-          acc = std::fma(s.h_prev[r * s.ld_h + k], p[(K0 + k) * W], acc);
+          acc = std::fma(s.h_prev[r * s.ld_h + k], p[(K0 + k) * kRow], acc);
         }
         a[q] = s.gx != nullptr ? acc + s.bias[q * H + u] : acc;
       }

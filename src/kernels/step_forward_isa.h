@@ -12,11 +12,11 @@ constexpr int64_t kStepWidthAvx512 = 16;
 constexpr int64_t kStepWidthAvx2 = 8;
 constexpr int64_t kStepWidthGeneric = 16;
 
-// Rows 0 .. count of a 16-lane panel: panel[k * 16 + lane] =
+// Rows 0 .. count of 16 lanes: panel[k * panel_ld + lane] =
 // w[(first_row + lane) * ld + k] for lane < units, 0 for the others
 // (16 x 16 blocks transposed in registers; units <= 16).
 void pack_panel_rows_avx512(const float* w, int64_t ld, int64_t first_row, int64_t units,
-                            int64_t count, float* panel);
+                            int64_t count, int64_t panel_ld, float* panel);
 
 template <class Storage>
 void step_forward_generic(const ForwardStepWeights& w, const ForwardStepArgs& args,

@@ -5,11 +5,12 @@
 //
 // A tile is R rows x one group of V::kLanes hidden units: 4R accumulators
 // (one vector per row and gate), R <= kMaxRows<V> (6 with 32 AVX-512
-// registers, 3 with AVX2's 16). The k loop loads the group's four panel rows
-// and broadcasts one A element per row; the epilogue runs the cell on each
-// row's four accumulators. Groups are outside, balanced row blocks inside, so
-// a group's panels (K x 4 x kLanes floats) are read from L2 once a step and
-// reused by every row block.
+// registers, 3 with AVX2's 16). The k loop loads the group's four gate
+// vectors of row k (adjacent, step_forward.h) and broadcasts one A element
+// per row; the epilogue runs the cell on each row's four accumulators.
+// Groups are outside, balanced row blocks inside, so a group's weights
+// (K x 4 x kLanes floats) are read from L2 once a step and reused by every
+// row block.
 #pragma once
 
 #include <cstdint>
@@ -73,15 +74,15 @@ LSTMOP_CELL_TARGET inline typename V::reg load_lanes(const typename V::Tail& m, 
   return count == V::kLanes ? V::loadu(p) : V::load_tail(m, p);
 }
 
-// acc[r][q] = fma(a[r, kk], panel_q[kk], acc[r][q]) for kk < K.
+// acc[r][q] = fma(a[r, kk], block[kk][q], acc[r][q]) for kk < K.
 template <class V, int R>
 LSTMOP_CELL_TARGET inline void chain(typename V::reg (&acc)[R][4], int64_t K, const float* a,
-                                     int64_t lda, const float* panels, int64_t panel_stride) {
+                                     int64_t lda, const float* block) {
   constexpr int64_t W = V::kLanes;
   for (int64_t kk = 0; kk < K; ++kk) {
     typename V::reg b[4];
 #pragma GCC unroll 4
-    for (int q = 0; q < 4; ++q) b[q] = V::loadu(panels + q * panel_stride + kk * W);
+    for (int q = 0; q < 4; ++q) b[q] = V::loadu(block + (kk * 4 + q) * W);
 #pragma GCC unroll 8
     for (int r = 0; r < R; ++r) {
       const auto av = V::set1(a[r * lda + kk]);
@@ -98,8 +99,7 @@ LSTMOP_CELL_TARGET void tile(const ForwardStepWeights& w, const ForwardStepArgs&
                              int64_t count) {
   constexpr int64_t W = V::kLanes;
   const int64_t H = w.hidden(), K0 = w.k_input(), K1 = w.k_hidden();
-  const int64_t panel_stride = (K0 + K1) * W;
-  const float* panels = w.data() + (u / W) * 4 * panel_stride;
+  const float* block = w.data() + (u / W) * (K0 + K1) * 4 * W;
   const typename V::Tail m = V::tail(count);
   typename V::reg acc[R][4];
 #pragma GCC unroll 8
@@ -110,8 +110,8 @@ LSTMOP_CELL_TARGET void tile(const ForwardStepWeights& w, const ForwardStepArgs&
                                   : load_lanes<V>(m, count, s.bias + q * H + u);
     }
   }
-  if (K0 > 0) chain<V, R>(acc, K0, s.x + r0 * s.ld_x, s.ld_x, panels, panel_stride);
-  chain<V, R>(acc, K1, s.h_prev + r0 * s.ld_h, s.ld_h, panels + K0 * W, panel_stride);
+  if (K0 > 0) chain<V, R>(acc, K0, s.x + r0 * s.ld_x, s.ld_x, block);
+  chain<V, R>(acc, K1, s.h_prev + r0 * s.ld_h, s.ld_h, block + K0 * 4 * W);
   for (int r = 0; r < R; ++r) {
     typename V::reg a[4];
 #pragma GCC unroll 4
