@@ -395,6 +395,7 @@ class ForwardDriver {
         a.h_prev = w.h[n % 2].data();
         a.ld_h = p_.R;
         a.bias = w.bias.data();
+        a.stream_saved = plan_.stream_saved;
         a.c_state = w.c_state.data();
         Acc* layer_out = y + off * DR + dir * p_.R;
         if (projections) {  // the step's output is m (rows, H); h is its projection

@@ -70,6 +70,8 @@ struct Avx2 {
   }
   LSTMOP_TARGET_AVX2 static reg loadu(const float* p) { return _mm256_loadu_ps(p); }
   LSTMOP_TARGET_AVX2 static void storeu(float* p, reg v) { _mm256_storeu_ps(p, v); }
+  // A streaming store; p 32-byte aligned.
+  LSTMOP_TARGET_AVX2 static void stream(float* p, reg v) { _mm256_stream_ps(p, v); }
   LSTMOP_TARGET_AVX2 static reg load_tail(Tail m, const float* p) { return _mm256_maskload_ps(p, m); }
   LSTMOP_TARGET_AVX2 static void store_tail(Tail m, float* p, reg v) { _mm256_maskstore_ps(p, m, v); }
 

@@ -82,6 +82,8 @@ struct Avx512 {
   }
   LSTMOP_TARGET_AVX512 static reg loadu(const float* p) { return _mm512_loadu_ps(p); }
   LSTMOP_TARGET_AVX512 static void storeu(float* p, reg v) { _mm512_storeu_ps(p, v); }
+  // A streaming store; p 64-byte aligned.
+  LSTMOP_TARGET_AVX512 static void stream(float* p, reg v) { _mm512_stream_ps(p, v); }
   LSTMOP_TARGET_AVX512 static reg load_tail(Tail m, const float* p) { return _mm512_maskz_loadu_ps(m, p); }
   LSTMOP_TARGET_AVX512 static void store_tail(Tail m, float* p, reg v) { _mm512_mask_storeu_ps(p, m, v); }
 

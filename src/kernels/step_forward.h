@@ -89,6 +89,9 @@ struct ForwardStepArgs {
   float* h_out = nullptr;          // (rows, .) row stride ld_out
   int64_t ld_out = 0;
   float* h_next = nullptr;         // (rows, H) row stride H, or null
+  // float Storage: write the saved tensors' full, aligned vectors with
+  // streaming (non-temporal) stores, fenced before the step returns.
+  bool stream_saved = false;
 };
 
 // One step (see the top of this file) with the body w.isa(). Storage: float,

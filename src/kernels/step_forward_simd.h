@@ -14,6 +14,7 @@
 #pragma once
 
 #include <cstdint>
+#include <immintrin.h>
 #include <type_traits>
 
 #include "kernels/cell_pass_simd.h"
@@ -65,6 +66,19 @@ LSTMOP_CELL_TARGET inline void store_as(Storage* dst, const typename V::Tail& m,
     alignas(64) float tmp[V::kLanes];
     V::storeu(tmp, v);
     for (int64_t e = 0; e < count; ++e) dst[e] = StoreAs<Storage>::from(tmp[e]);
+  }
+}
+
+// A saved float vector: streamed when asked for, full and aligned (the
+// others stored as usual; streaming changes no value).
+template <class V>
+LSTMOP_CELL_TARGET inline void store_saved_float(float* dst, const typename V::Tail& m,
+                                                 int64_t count, typename V::reg v, bool stream) {
+  constexpr uintptr_t kAlign = V::kLanes * sizeof(float);
+  if (stream && count == V::kLanes && reinterpret_cast<uintptr_t>(dst) % kAlign == 0) {
+    V::stream(dst, v);
+  } else {
+    store_as<V, float>(dst, m, count, v);
   }
 }
 
@@ -131,6 +145,19 @@ LSTMOP_CELL_TARGET void tile(const ForwardStepWeights& w, const ForwardStepArgs&
     store_as<V, float>(c, m, count, cn);
     store_as<V, float>(s.h_out + row * s.ld_out + u, m, count, hn);
     if (s.h_next != nullptr) store_as<V, float>(s.h_next + row * H + u, m, count, hn);
+    if constexpr (std::is_same_v<Storage, float>) {
+      if (saved != nullptr && s.stream_saved) {
+        const int64_t e = row * H + u;
+        store_saved_float<V>(saved->i + e, m, count, gi, true);
+        store_saved_float<V>(saved->j + e, m, count, gj, true);
+        store_saved_float<V>(saved->f + e, m, count, gf, true);
+        store_saved_float<V>(saved->o + e, m, count, go, true);
+        store_saved_float<V>(saved->c + e, m, count, cn, true);
+        store_saved_float<V>(saved->tanhc + e, m, count, tc, true);
+        if (saved->h != nullptr) store_saved_float<V>(saved->h + e, m, count, hn, true);
+        continue;
+      }
+    }
     if (saved != nullptr) {
       const int64_t e = row * H + u;
       store_as<V, Storage>(saved->i + e, m, count, gi);
@@ -175,6 +202,9 @@ LSTMOP_CELL_TARGET void step(const ForwardStepWeights& w, const ForwardStepArgs&
       r0 += rows;
     }
   }
+  // Streaming stores are weakly ordered: fenced before the step's results
+  // are handed to another thread (split mode's barrier, the backward).
+  if (s.stream_saved && saved != nullptr) _mm_sfence();
 }
 
 }  // namespace step_simd

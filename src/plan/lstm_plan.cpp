@@ -80,6 +80,8 @@ ForwardPlan plan_forward(const LstmProblem& p) {
   plan.step_concatenated =
       plan.bf16_products || (float_compute && p.B >= kConcatenatedMinBatch);
   plan.step_isa = kernels::kernel_choice().step_forward;
+  plan.stream_saved = p.train && p.dtype == DType::Float32 &&
+                      7 * p.slots * p.T * p.B * p.H * 4 >= kStreamSavedMinBytes;
   plan.input = N * p.I;
   plan.layer_output = N * DR;
   plan.layer_outputs = std::min<int64_t>(p.L, 2);

@@ -75,12 +75,23 @@ struct ThreadPlan {
 // input product (B = 1: 0.85x).
 constexpr int64_t kConcatenatedMinBatch = 4;
 
+// Training calls whose float32 saved tensors (i, j, f, o, c, tanhc, h of
+// every slot) reach this many bytes write them with streaming stores (the
+// fused step: no read of the destination lines, nothing evicted from the
+// caches the step's weights live in). Zen 4, 1 thread: S5 (5.6 MB) train
+// 1.05x, S2 (11 MB) 1.04x, S1 (367 MB) 1.02x; S3 (0.7 MB, read back by the
+// backward from L2) 0.99x, hence the threshold.
+constexpr int64_t kStreamSavedMinBytes = int64_t{4} << 20;
+
 struct ForwardPlan {
   ThreadPlan threads;
   // float compute: the fused step's form (concatenated, or projection form
   // after one input product per direction); the ISA of its body.
   bool step_concatenated = false;
   kernels::Isa step_isa = kernels::Isa::Scalar;
+  // The fused step writes float32 saved tensors with streaming stores
+  // (kStreamSavedMinBytes).
+  bool stream_saved = false;
   // The products on bfloat16 dot-product units (step_forward_bf16.h, always
   // the concatenated form): bfloat16 calls, and float32 calls with
   // fp32_precision "bf16", where kernel_choice().bf16_step and the call

@@ -18,7 +18,8 @@
 //   with partial unit groups (H not a multiple of 16), variable length
 //   (steps growing in the reverse direction), split mode's unit halves;
 // - bfloat16's products on the bfloat16 dot-product units (AVX512-BF16) in
-//   split mode and with directions on two threads.
+//   split mode and with directions on two threads;
+// - the fused step's streaming stores of large float32 saved tensors.
 // float32 within accumulation_tolerance (lstm_test_support.h: forward depth
 // K*T*L, backward K*T*L*B), gradients included; bfloat16 within its L eps / 4
 // eps (expect_low_precision_near_reference).
@@ -165,6 +166,31 @@ TEST(FastPaths, FusedStepFormsAgainstReference) {
                 threads == 2 ? Threading::SplitUnits : Threading::Serial);
       expect_near_reference(split, seed += 10);
     }
+  }
+}
+
+// Training calls with float32 saved tensors of kStreamSavedMinBytes and more:
+// the fused step streams them (full, aligned vectors; H = 200 rows are 800
+// bytes, so every other row starts off a 64-byte line and takes plain
+// stores, as does the last partial vector), on one thread and in split mode
+// on two (the fence before the barrier), both directions in the second.
+TEST(FastPaths, StreamedSavedTensorsAgainstReference) {
+  uint64_t seed = 3600;
+  for (int threads : {1, 2}) {
+    ThreadCount count(threads);
+    LstmConfig cfg = float_config(40, 20, 8, 200, 1, false);
+    SCOPED_TRACE(cfg.name());
+    Plans plans = plans_of(cfg);
+    ASSERT_TRUE(plans.forward.stream_saved);
+    ASSERT_EQ(plans.forward.threads.threading,
+              threads == 2 ? Threading::SplitUnits : Threading::Serial);
+    expect_near_reference(cfg, seed += 10);
+    cfg.T = 24;
+    cfg.bidirectional = true;
+    ASSERT_TRUE(plans_of(cfg).forward.stream_saved);
+    expect_near_reference(cfg, seed += 10);
+    cfg.train = false;
+    ASSERT_FALSE(plans_of(cfg).forward.stream_saved);
   }
 }
 
