@@ -1,7 +1,7 @@
 // The fused forward step on AVX512-BF16 (step_forward_bf16.h). A tile is R
 // rows (R <= 6) x one group of 16 hidden units: 4R zmm accumulators, one per
-// row and gate; each k pair loads the group's four panel rows (16 units x 2
-// bfloat16 each) and broadcasts one 32-bit pair of bfloat16 per row, then
+// row and gate; each k pair loads the group's four adjacent gate vectors (16
+// units x 2 bfloat16 each) and broadcasts one 32-bit pair of bfloat16 per row, then
 // vdpbf16ps adds both products to every accumulator. Groups are outside,
 // balanced row blocks inside, as in step_forward_simd.h. The cell is
 // cell_pass_simd.h's float32 arithmetic.
@@ -40,6 +40,10 @@ namespace {
 
 constexpr int64_t kWidth = 16;  // hidden units per group: one zmm of float32
 constexpr int kMaxRows = 6;
+// The packed layout (step_forward_bf16.h): per group, one row of the four
+// gates' 16 units x 2 values for each k pair (adjacent: one stream).
+constexpr int64_t kGate = 2 * kWidth;  // a gate's 16 pairs, in uint16
+constexpr int64_t kPairRow = 4 * kGate;
 
 int64_t pairs(int64_t k) { return (k + 1) / 2; }
 
@@ -57,14 +61,13 @@ inline uint32_t pair_at(const uint16_t* a, int64_t p, int64_t count) {
 // pair with a zero partner, read without touching the row's end).
 template <int R>
 LSTMOP_CELL_TARGET inline void chain(__m512 (&acc)[R][4], int64_t K, const uint16_t* a,
-                                     int64_t lda, const uint16_t* panels,
-                                     int64_t panel_stride) {
+                                     int64_t lda, const uint16_t* block) {
   const int64_t full = K / 2;
   for (int64_t p = 0; p < full; ++p) {
     __m512bh b[4];
 #pragma GCC unroll 4
     for (int q = 0; q < 4; ++q) {
-      b[q] = (__m512bh)_mm512_loadu_si512(panels + q * panel_stride + p * 2 * kWidth);
+      b[q] = (__m512bh)_mm512_loadu_si512(block + p * kPairRow + q * kGate);
     }
 #pragma GCC unroll 8
     for (int r = 0; r < R; ++r) {
@@ -79,7 +82,7 @@ LSTMOP_CELL_TARGET inline void chain(__m512 (&acc)[R][4], int64_t K, const uint1
     __m512bh b[4];
 #pragma GCC unroll 4
     for (int q = 0; q < 4; ++q) {
-      b[q] = (__m512bh)_mm512_loadu_si512(panels + q * panel_stride + full * 2 * kWidth);
+      b[q] = (__m512bh)_mm512_loadu_si512(block + full * kPairRow + q * kGate);
     }
     for (int r = 0; r < R; ++r) {
       const __m512bh av =
@@ -126,8 +129,7 @@ LSTMOP_CELL_TARGET void tile(const Bf16StepWeights& w, const Bf16StepArgs& s,
                              const StepSaved<Storage>* saved, int64_t r0, int64_t u,
                              int64_t count) {
   const int64_t H = w.hidden(), K0 = w.k_input(), K1 = w.k_hidden();
-  const int64_t panel_stride = (pairs(K0) + pairs(K1)) * 2 * kWidth;
-  const uint16_t* panels = w.data() + (u / kWidth) * 4 * panel_stride;
+  const uint16_t* block = w.data() + (u / kWidth) * (pairs(K0) + pairs(K1)) * kPairRow;
   const __mmask16 m =
       count >= kWidth ? static_cast<__mmask16>(0xffff) : static_cast<__mmask16>((1u << count) - 1u);
   __m512 acc[R][4];
@@ -136,9 +138,8 @@ LSTMOP_CELL_TARGET void tile(const Bf16StepWeights& w, const Bf16StepArgs& s,
 #pragma GCC unroll 4
     for (int q = 0; q < 4; ++q) acc[r][q] = _mm512_maskz_loadu_ps(m, s.bias + q * H + u);
   }
-  if (K0 > 0) chain<R>(acc, K0, s.x + r0 * s.ld_x, s.ld_x, panels, panel_stride);
-  chain<R>(acc, K1, s.h_prev + r0 * s.ld_h, s.ld_h, panels + pairs(K0) * 2 * kWidth,
-           panel_stride);
+  if (K0 > 0) chain<R>(acc, K0, s.x + r0 * s.ld_x, s.ld_x, block);
+  chain<R>(acc, K1, s.h_prev + r0 * s.ld_h, s.ld_h, block + pairs(K0) * kPairRow);
   for (int r = 0; r < R; ++r) {
     const int64_t row = r0 + r;
     float* c = s.c_state + row * H + u;
@@ -183,7 +184,7 @@ LSTMOP_CELL_TARGET void tile_rows(int rows, const Bf16StepWeights& w, const Bf16
   }
 }
 
-// pack of Bf16StepWeights for one part of one panel (rows < 2^27 apart): per
+// pack of Bf16StepWeights for one part of one gate (rows < 2^27 apart): per
 // pair p the 16 units' columns k = 2p and 2p + 1 gathered, rounded to
 // bfloat16 (vcvtneps2bf16: nearest even), and interleaved as 32-bit pairs.
 LSTMOP_CELL_TARGET void pack_pairs(uint16_t* part, int64_t pairs_count, int64_t count,
@@ -201,7 +202,7 @@ LSTMOP_CELL_TARGET void pack_pairs(uint16_t* part, int64_t pairs_count, int64_t 
             : _mm512_setzero_ps();
     const __m512i lo = _mm512_cvtepu16_epi32((__m256i)_mm512_cvtneps_pbh(first));
     const __m512i hi = _mm512_cvtepu16_epi32((__m256i)_mm512_cvtneps_pbh(second));
-    _mm512_storeu_si512(part + p * 2 * kWidth, _mm512_or_si512(lo, _mm512_slli_epi32(hi, 16)));
+    _mm512_storeu_si512(part + p * kPairRow, _mm512_or_si512(lo, _mm512_slli_epi32(hi, 16)));
   }
 }
 
@@ -217,12 +218,12 @@ LSTMOP_CELL_TARGET void gather_pairs(uint16_t* part, int64_t pairs_count, int64_
   const int* pairs_of = reinterpret_cast<const int*>(w);
   const int64_t full = count / 2;  // pairs inside the rows; an odd count's last one is not
   for (int64_t p = 0; p < full; ++p) {
-    _mm512_storeu_si512(part + p * 2 * kWidth,
+    _mm512_storeu_si512(part + p * kPairRow,
                         _mm512_mask_i32gather_epi32(_mm512_setzero_si512(), valid, rows,
                                                     pairs_of + p, 4));
   }
   for (int64_t p = full; p < pairs_count; ++p) {  // the last value with a zero partner
-    uint16_t* dst = part + p * 2 * kWidth;
+    uint16_t* dst = part + p * kPairRow;
     for (int64_t lane = 0; lane < kWidth; ++lane) {
       dst[2 * lane] = lane < units && 2 * p < count ? w[lane * ld + 2 * p] : uint16_t{0};
       dst[2 * lane + 1] = 0;
@@ -250,7 +251,8 @@ inline uint16_t bits_of(uint16_t v) { return v; }
 // Every panel part of Bf16StepWeights (per group and gate: w_ih's columns,
 // then w_hh's) from float or bfloat16 rows. `fast(part, pairs, count, base,
 // ld, units)` packs a part on the vector path and returns false where it
-// cannot; the loop below writes pair p of unit `lane` at (p * 16 + lane) * 2.
+// cannot; the loop below writes pair p of unit `lane` at p * kPairRow + lane * 2
+// from the gate's start.
 template <class T, class Fast>
 void pack_panels(uint16_t* out, int64_t H, int64_t k_input, int64_t k_hidden, const T* w_ih,
                  int64_t ld_ih, const T* w_hh, int64_t ld_hh, Fast fast) {
@@ -260,7 +262,7 @@ void pack_panels(uint16_t* out, int64_t H, int64_t k_input, int64_t k_hidden, co
                        int64_t ld, int64_t first_row, int64_t units) {
     if (fast(part, pairs_count, count, w + first_row * ld, ld, units)) return;
     for (int64_t p = 0; p < pairs_count; ++p) {
-      uint16_t* dst = part + p * 2 * kWidth;
+      uint16_t* dst = part + p * kPairRow;
       const int64_t k = 2 * p;
       for (int64_t lane = 0; lane < kWidth; ++lane) {
         const T* row = w + (first_row + lane) * ld;
@@ -273,10 +275,10 @@ void pack_panels(uint16_t* out, int64_t H, int64_t k_input, int64_t k_hidden, co
   for (int64_t g = 0; g < groups; ++g) {
     const int64_t units = std::min<int64_t>(kWidth, H - g * kWidth);
     for (int64_t q = 0; q < 4; ++q) {
-      uint16_t* panel = out + (g * 4 + q) * (P0 + P1) * 2 * kWidth;
+      uint16_t* gate = out + g * (P0 + P1) * kPairRow + q * kGate;
       const int64_t first_row = q * H + g * kWidth;
-      pack_part(panel, P0, k_input, w_ih, ld_ih, first_row, units);
-      pack_part(panel + P0 * 2 * kWidth, P1, k_hidden, w_hh, ld_hh, first_row, units);
+      pack_part(gate, P0, k_input, w_ih, ld_ih, first_row, units);
+      pack_part(gate + P0 * kPairRow, P1, k_hidden, w_hh, ld_hh, first_row, units);
     }
   }
 }

@@ -27,10 +27,10 @@ namespace lstmop {
 namespace detail {
 
 // w_ih (4H, K0) and w_hh (4H, K1) rounded to bfloat16 and packed once per
-// call: per group of 16 hidden units four panels (i, f, g, o), each
-// ceil(K0/2) + ceil(K1/2) rows of 16 lanes x 2 bfloat16 (the pairs k, k+1 of
-// one unit next to each other, what vdpbf16ps multiplies); a missing partner
-// (odd K) and lanes past H are zero.
+// call: per group of 16 hidden units ceil(K0/2) + ceil(K1/2) rows, one per k
+// pair, each the four gates (i, f, g, o) side by side, a gate 16 lanes x 2
+// bfloat16 (the pairs k, k+1 of one unit next to each other, what vdpbf16ps
+// multiplies); a missing partner (odd K) and lanes past H are zero.
 class Bf16StepWeights {
  public:
   void allocate(WorkspaceArena& arena, int64_t H, int64_t max_k_input, int64_t k_hidden);
