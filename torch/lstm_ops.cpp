@@ -19,8 +19,6 @@
 #include <c10/util/Exception.h>
 #include <torch/library.h>
 
-#include <sys/mman.h>
-
 #include <cstdint>
 #include <cstdlib>
 #include <string>
@@ -28,6 +26,7 @@
 #include <vector>
 
 #include "lstmop/lstm.h"
+#include "output_memory.h"
 
 namespace lstmop_torch {
 namespace {
@@ -144,31 +143,9 @@ lstmop::TensorView batch_sizes_view(const c10::optional<Tensor>& batch_sizes, Me
   return view_of(*batch_sizes, "batch_sizes", memory, /*cpu_allowed_on_meta=*/true);
 }
 
-// Outputs of 8 MiB and more (a training step's saved tensors: S1's are 52 MiB
-// each, fresh from mmap on every call) are advised to be backed by transparent
-// huge pages: one page fault per 2 MiB instead of 512 (S1 training: 105k ->
-// 10k faults a step, 3-5% of its time). A hint only (the kernel's THP mode
-// "madvise" or "always" honours it); LSTMOP_HUGE_PAGES=0 turns it off.
-bool huge_page_hint_enabled() {
-  static const bool enabled = [] {
-    const char* env = std::getenv("LSTMOP_HUGE_PAGES");
-    return env == nullptr || std::string(env) != "0";
-  }();
-  return enabled;
-}
-
+// Outputs: large CPU ones from the binding's block cache (output_memory.h).
 Tensor empty_like_shape(const std::vector<int64_t>& shape, const Tensor& like) {
-  Tensor t = at::empty(shape, like.options());
-  const std::size_t bytes = static_cast<std::size_t>(t.nbytes());
-  if (t.device().is_cpu() && bytes >= (std::size_t{8} << 20) && huge_page_hint_enabled()) {
-    // The 2 MiB-aligned pages inside the tensor's bytes (nothing outside it).
-    constexpr std::uintptr_t kHuge = std::uintptr_t{2} << 20;
-    const auto begin = reinterpret_cast<std::uintptr_t>(t.data_ptr());
-    const std::uintptr_t first = (begin + kHuge - 1) & ~(kHuge - 1);
-    const std::uintptr_t last = (begin + bytes) & ~(kHuge - 1);
-    if (last > first) madvise(reinterpret_cast<void*>(first), last - first, MADV_HUGEPAGE);
-  }
-  return t;
+  return lstmop_torch::empty_output(shape, like);
 }
 
 // The core's thread count follows torch.set_num_threads / torch.get_num_threads

@@ -6,7 +6,8 @@ calls) and torch.ops.lstmop._lstm_aten (the forward in ATen operations). lstmop.
 lstmop.lstm_backward are thin functions over the first two; lstmop.nn.LSTM replaces
 torch.nn.LSTM, and lstmop.errors holds the exception classes it raises where torch's versions
 differ. lstmop.set_flush_denormal / get_flush_denormal control subnormal numbers,
-lstmop.set_fp32_precision / get_fp32_precision float32 on bfloat16 units. See docs/
+lstmop.set_fp32_precision / get_fp32_precision float32 on bfloat16 units,
+lstmop.release_cached_memory / cached_memory_bytes the memory kept for the next calls. See docs/
 (README.md lists the pages).
 """
 from . import _library
@@ -15,9 +16,10 @@ _library.load()
 
 from .functional import lstm, lstm_backward  # noqa: E402  (the ops must be loaded first)
 from . import errors, nn  # noqa: E402
-from .settings import (get_flush_denormal, get_fp32_precision, set_flush_denormal,  # noqa: E402
-                       set_fp32_precision)
+from .settings import (cached_memory_bytes, get_flush_denormal, get_fp32_precision,  # noqa: E402
+                       release_cached_memory, set_flush_denormal, set_fp32_precision)
 
 __version__ = "0.1.0"
-__all__ = ["errors", "get_flush_denormal", "get_fp32_precision", "lstm", "lstm_backward", "nn",
-           "set_flush_denormal", "set_fp32_precision"]
+__all__ = ["cached_memory_bytes", "errors", "get_flush_denormal", "get_fp32_precision", "lstm",
+           "lstm_backward", "nn", "release_cached_memory", "set_flush_denormal",
+           "set_fp32_precision"]

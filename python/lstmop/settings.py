@@ -35,3 +35,15 @@ def set_fp32_precision(precision):
 def get_fp32_precision():
     """The internal precision of float32 calls: "ieee" or "bf16" (set_fp32_precision)."""
     return torch.ops.lstmop.get_fp32_precision()
+
+
+def release_cached_memory():
+    """Frees the memory lstmop keeps for its next calls: the blocks of dead outputs of 8 MiB and
+    more (kept, up to the most such outputs have held at once, so that a training loop's next
+    step reuses them instead of fresh pages) and the calling thread's scratch block."""
+    torch.ops.lstmop.release_cached_memory()
+
+
+def cached_memory_bytes():
+    """Bytes of dead outputs' blocks lstmop keeps for reuse (release_cached_memory)."""
+    return torch.ops.lstmop.cached_memory_bytes()

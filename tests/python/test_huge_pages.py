@@ -1,7 +1,12 @@
-"""The binding's transparent-huge-page hint for large outputs (torch/lstm_ops.cpp): results are
-the same bits with the hint on (default) and off (LSTMOP_HUGE_PAGES=0), and, where the kernel
-honours madvise(MADV_HUGEPAGE), a training step with outputs of 8 MiB and more page-faults far
-less with it. Each setting runs in a fresh process (the variable is read once)."""
+"""The binding's memory for large outputs (torch/output_memory.h).
+
+Huge pages: results are the same bits with the transparent-huge-page hint on (default) and off
+(LSTMOP_HUGE_PAGES=0), and, where the kernel honours madvise(MADV_HUGEPAGE), a training step
+whose outputs of 8 MiB and more are fresh blocks (the cache released first) page-faults far less
+with it. The block cache: a training step after another reuses the dead outputs' blocks (far
+fewer page faults than a step on fresh blocks, the same bits), the cache never holds more than
+the outputs held at once, and release_cached_memory empties it. Each setting runs in a fresh
+process (the variable is read once)."""
 import json
 import os
 import pathlib
@@ -19,22 +24,32 @@ torch.set_num_threads(1)
 # above glibc's largest mmap threshold (32 MiB), so each call's are fresh mappings.
 m = lstmop.nn.LSTM(16, 64)
 x = (torch.rand(400, 400, 16) * 2 - 1).requires_grad_()
+forward_faults = []
 def step():
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
     y, (h, c) = m(x)
+    forward_faults.append(resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before)
     grads = torch.autograd.grad(y.sum() + h.sum(), [x] + list(m.parameters()))
     return [y, h, c] + list(grads)
-step()  # warm-up: the library's scratch is cached after the first call
+out = step()  # warm-up: the library's scratch and the dead outputs' blocks are cached
+live = sum(t.numel() * t.element_size() for t in out if t.numel() * 4 >= 8 << 20)
+del out
+cached = lstmop.cached_memory_bytes()
+if sys.argv[1] == "fresh":
+    lstmop.release_cached_memory()
+released = lstmop.cached_memory_bytes()
 before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
 out = step()
 faults = resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before
 digest = hashlib.sha256(b"".join(t.detach().contiguous().numpy().tobytes() for t in out)).hexdigest()
-print(json.dumps({"faults": faults, "digest": digest}))
+print(json.dumps({"faults": faults, "forward_faults": forward_faults[-1], "digest": digest,
+                  "cached": cached, "released": released}))
 """
 
 
-def run_child(hint):
+def run_child(hint, blocks="fresh"):
     env = dict(os.environ, PYTHONPATH=str(REPO / "python"), LSTMOP_HUGE_PAGES=hint)
-    result = subprocess.run([sys.executable, "-c", CHILD], env=env, capture_output=True,
+    result = subprocess.run([sys.executable, "-c", CHILD, blocks], env=env, capture_output=True,
                             text=True, timeout=300, check=True)
     return json.loads(result.stdout.strip().splitlines()[-1])
 
@@ -51,13 +66,54 @@ def test_same_bits_with_and_without_the_hint_and_fewer_faults_with_it():
     on, off = run_child("1"), run_child("0")
     assert on["digest"] == off["digest"]
     mode = thp_mode()
-    print(f"THP mode {mode}: page faults of a training step {on['faults']} with the hint, "
-          f"{off['faults']} without")
+    # The forward's: its outputs are all fresh blocks here (its scratch is small); the
+    # backward's large scratch is the core's, which release_cached_memory frees too.
+    print(f"THP mode {mode}: page faults of a training step's forward {on['forward_faults']} "
+          f"with the hint, {off['forward_faults']} without")
     if mode in ("madvise", "always"):
         # Without the hint (mode madvise) every 4 KiB page of the fresh outputs faults: the
         # eight 39 MiB outputs alone are 80k pages.
-        assert off["faults"] > 50000 or mode == "always"
-        assert on["faults"] < off["faults"] / 4 or mode == "always"
+        assert off["forward_faults"] > 50000 or mode == "always"
+        assert on["forward_faults"] < off["forward_faults"] / 4 or mode == "always"
     else:
         # THP off in this kernel: the hint is a no-op, nothing to compare but the bits.
-        assert on["faults"] > 0
+        assert on["forward_faults"] > 0
+
+
+def test_a_step_after_a_step_reuses_the_dead_outputs_blocks():
+    fresh, reused = run_child("1", "fresh"), run_child("1", "reuse")
+    assert reused["digest"] == fresh["digest"]
+    print(f"page faults of a training step: {fresh['faults']} on fresh blocks (and scratch), "
+          f"{reused['faults']} reusing the previous step's; cached {fresh['cached'] >> 20} MiB")
+    # The eight 39 MiB saved tensors and the output were cached when the first step's outputs
+    # died, and released on request.
+    assert fresh["cached"] >= 8 * 39 << 20
+    assert fresh["released"] == 0 and reused["released"] == reused["cached"]
+    # Fresh blocks fault at least once per 2 MiB huge page (per 4 KiB page without THP), and
+    # the released scratch per 4 KiB page; reused ones not at all: what is left is torch's own
+    # allocations.
+    assert reused["faults"] < fresh["faults"] / 2
+    assert reused["forward_faults"] <= fresh["forward_faults"]
+
+
+def test_the_cache_holds_at_most_what_outputs_held_at_once():
+    import torch
+    import lstmop
+    lstmop.release_cached_memory()
+    torch.manual_seed(0)
+    x = torch.rand(300, 100, 8)
+    m = lstmop.nn.LSTM(8, 100)
+    held = []
+    with torch.no_grad():  # outputs only (no saved tensors)
+        for _ in range(3):  # three calls' outputs alive together, then all dead
+            held.append(m(x))
+    peak = sum(t.numel() * t.element_size() for y, (h, c) in held for t in [y]
+               if t.numel() * t.element_size() >= 8 << 20)
+    del held
+    assert 0 < lstmop.cached_memory_bytes() <= peak + 3 * (2 << 20)
+    with torch.no_grad():
+        y2, _ = m(x)  # reuses one of them: the same values as a fresh call's
+        lstmop.release_cached_memory()
+        assert lstmop.cached_memory_bytes() == 0
+        y3, _ = m(x)
+    assert torch.equal(y2, y3)

@@ -1,0 +1,139 @@
+// The binding's memory for large CPU outputs (output_memory.h).
+#include "output_memory.h"
+
+#include <c10/util/Exception.h>
+#include <sys/mman.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <mutex>
+#include <string>
+
+namespace lstmop_torch {
+namespace {
+
+constexpr std::size_t kHugePage = std::size_t{2} << 20;
+
+// Outputs of 8 MiB and more are advised to be backed by transparent huge
+// pages: one page fault per 2 MiB instead of 512 when a block is fresh. A
+// hint only (the kernel's THP mode "madvise" or "always" honours it);
+// LSTMOP_HUGE_PAGES=0 turns it off.
+bool huge_page_hint_enabled() {
+  static const bool enabled = [] {
+    const char* env = std::getenv("LSTMOP_HUGE_PAGES");
+    return env == nullptr || std::string(env) != "0";
+  }();
+  return enabled;
+}
+
+class OutputBlocks {
+ public:
+  // A block of at least `bytes` (a multiple of kHugePage): a cached one of
+  // up to 1/8 more, else a new one. Sets *size to the block's bytes.
+  void* take(std::size_t bytes, std::size_t* size) {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      std::size_t best = free_.size();
+      for (std::size_t k = 0; k < free_.size(); ++k) {
+        const std::size_t b = free_[k].bytes;
+        if (b >= bytes && b <= bytes + bytes / 8 && (best == free_.size() || b < free_[best].bytes)) {
+          best = k;
+        }
+      }
+      if (best < free_.size()) {
+        const Block block = free_[best];
+        free_.erase(free_.begin() + static_cast<std::ptrdiff_t>(best));
+        cached_ -= block.bytes;
+        add_live(block.bytes);
+        *size = block.bytes;
+        return block.ptr;
+      }
+      // A miss: the cache gives up its oldest blocks until cached and live
+      // bytes with the new block stay within the most ever live at once.
+      const std::size_t bound = std::max(peak_, live_ + bytes);
+      while (!free_.empty() && cached_ + live_ + bytes > bound) {
+        std::free(free_.front().ptr);
+        cached_ -= free_.front().bytes;
+        free_.erase(free_.begin());
+      }
+      add_live(bytes);
+    }
+    void* p = std::aligned_alloc(kHugePage, bytes);
+    if (p == nullptr) {
+      std::lock_guard<std::mutex> lock(mutex_);
+      live_ -= bytes;
+      TORCH_CHECK(false, "lstmop: not enough memory for an output of ", bytes, " bytes");
+    }
+    if (huge_page_hint_enabled()) madvise(p, bytes, MADV_HUGEPAGE);
+    *size = bytes;
+    return p;
+  }
+
+  // An output's block, back from its tensor: kept while cached bytes stay
+  // within the most ever live at once, else freed.
+  void give_back(void* p, std::size_t bytes) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    live_ -= bytes;
+    if (cached_ + bytes <= peak_) {
+      free_.push_back(Block{p, bytes});
+      cached_ += bytes;
+    } else {
+      std::free(p);
+    }
+  }
+
+  void release() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (const Block& b : free_) std::free(b.ptr);
+    free_.clear();
+    cached_ = 0;
+    peak_ = live_;
+  }
+
+  std::size_t cached() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return cached_;
+  }
+
+ private:
+  struct Block {
+    void* ptr;
+    std::size_t bytes;
+  };
+  void add_live(std::size_t bytes) {
+    live_ += bytes;
+    peak_ = std::max(peak_, live_);
+  }
+
+  std::mutex mutex_;
+  std::vector<Block> free_;  // oldest first
+  std::size_t cached_ = 0, live_ = 0, peak_ = 0;
+};
+
+// Never destroyed: outputs may die after static destructors have run.
+OutputBlocks& blocks() {
+  static OutputBlocks* instance = new OutputBlocks();
+  return *instance;
+}
+
+}  // namespace
+
+at::Tensor empty_output(const std::vector<int64_t>& shape, const at::Tensor& like) {
+  const at::TensorOptions options = like.options();
+  if (!like.device().is_cpu()) return at::empty(shape, options);
+  int64_t numel = 1;
+  for (int64_t s : shape) numel *= s;
+  const std::size_t bytes = static_cast<std::size_t>(numel) * like.element_size();
+  if (bytes < kCachedOutputMinBytes) return at::empty(shape, options);
+  const std::size_t rounded = (bytes + kHugePage - 1) / kHugePage * kHugePage;
+  std::size_t size = 0;
+  void* p = blocks().take(rounded, &size);
+  return at::from_blob(
+      p, shape, [size](void* data) { blocks().give_back(data, size); }, options);
+}
+
+void release_output_memory() { blocks().release(); }
+
+int64_t cached_output_bytes() { return static_cast<int64_t>(blocks().cached()); }
+
+}  // namespace lstmop_torch

@@ -1,0 +1,41 @@
+// The binding's memory for large CPU outputs.
+//
+// A training step's saved tensors (S1: 52 MiB each, ten outputs) live from
+// the forward to the backward and die; the next step asks for the same
+// sizes again. From the system allocator each of them is a fresh mapping
+// (glibc maps blocks above 32 MiB directly and unmaps them on free): page
+// faults and the kernel zeroing every page, on every step (S1 training: 5% of
+// the step, bfloat16 B1 more). Outputs of kCachedOutputMinBytes and more
+// therefore come from blocks the outputs of earlier calls returned when they
+// died (same bytes or up to 1/8 more), else from new 2 MiB-aligned blocks
+// advised as transparent huge pages (LSTMOP_HUGE_PAGES=0: no advice).
+//
+// The cache keeps returned blocks up to the largest number of bytes such
+// outputs have held at once (so a loop keeps what one step needs, never
+// more); release_output_memory() frees them (Python:
+// lstmop.release_cached_memory()). Outputs are ordinary CPU tensors whose
+// storage cannot grow in place (resize_ to more bytes than they had raises,
+// as for torch.from_numpy's); their values are never read before the core
+// writes them.
+#pragma once
+
+#include <ATen/ATen.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+namespace lstmop_torch {
+
+constexpr std::size_t kCachedOutputMinBytes = std::size_t{8} << 20;
+
+// An uninitialised tensor of `shape` with like's dtype and device (contiguous).
+at::Tensor empty_output(const std::vector<int64_t>& shape, const at::Tensor& like);
+
+// Frees every cached block (outputs still alive keep theirs).
+void release_output_memory();
+
+// Bytes of the blocks the cache holds now (not counting live outputs).
+int64_t cached_output_bytes();
+
+}  // namespace lstmop_torch
