@@ -55,7 +55,7 @@ template <class Acc>
 struct DirectionWorkspace {
   Workspace<Acc> d_gates, w_ih, w_hh, h_prev, dh_state, dc_state, dw_ih, dw_hh, db;
   // The weights the products read: the caller's when of the compute type
-  // with unit column stride (sequence_rows.h: weight_in_place), else copies.
+  // with unit column stride (sequence_rows.h: weight_rows), else copies.
   // w_ih_rows (4H, I_l) as stored, for the NN d_in product (TN weight
   // gradients; the NT form reads w_ih's transposed copy); w_hh_rows (4H, R).
   const Acc* w_ih_rows = nullptr;
@@ -239,24 +239,14 @@ class BackwardDriver {
     const TensorView& w_hh = params_[s * p_.params_per_slot + 1];
     // w_ih (4H, in_size) as stored (in place, or gathered).
     Acc* w_ih_copy = plan_.weight_gradients_tn ? wi.w_ih.data() : w.dw_ih.data();
-    wi.w_ih_rows = weight_in_place<Acc>(w_ih, G, in_size, &wi.ld_ih);
-    if (wi.w_ih_rows == nullptr) {
-      gather_weight<Acc>(w_ih, G, in_size, w_ih_copy);
-      wi.w_ih_rows = w_ih_copy;
-      wi.ld_ih = in_size;
-    }
+    wi.w_ih_rows = weight_rows<Acc>(w_ih, G, in_size, w_ih_copy, &wi.ld_ih);
     if (!plan_.weight_gradients_tn) {
       // w_ih^T (in_size, 4H) for the NT d_in product: w_ih as stored (in place,
       // or gathered into dw_ih, free until the weight gradients), transposed
       // (a strided gather is several times slower).
       transpose(G, in_size, wi.w_ih_rows, wi.ld_ih, wi.w_ih.data(), G + kTransposePad);
     }
-    w.w_hh_rows = weight_in_place<Acc>(w_hh, G, p_.R, &w.ld_hh);
-    if (w.w_hh_rows == nullptr) {
-      gather_weight<Acc>(w_hh, G, p_.R, w.w_hh.data());
-      w.w_hh_rows = w.w_hh.data();
-      w.ld_hh = p_.R;
-    }
+    w.w_hh_rows = weight_rows<Acc>(w_hh, G, p_.R, w.w_hh.data(), &w.ld_hh);
     if (p_.projections()) {
       gather_weight<Acc>(params_[p_.w_hr_index(s)], p_.P, p_.H, w.w_hr.data());
     }

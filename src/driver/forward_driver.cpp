@@ -255,18 +255,8 @@ class ForwardDriver {
     const TensorView& w_hh = params_[base + 1];
     if constexpr (kFloat) {
       if (!weights_as_bits(s)) {
-        w.w_ih_rows = weight_in_place<Acc>(w_ih, G, in_size, &w.ld_ih);
-        if (w.w_ih_rows == nullptr) {
-          gather_weight<Acc>(w_ih, G, in_size, w.w_ih.data());
-          w.w_ih_rows = w.w_ih.data();
-          w.ld_ih = in_size;
-        }
-        w.w_hh_rows = weight_in_place<Acc>(w_hh, G, p_.R, &w.ld_hh);
-        if (w.w_hh_rows == nullptr) {
-          gather_weight<Acc>(w_hh, G, p_.R, w.w_hh.data());
-          w.w_hh_rows = w.w_hh.data();
-          w.ld_hh = p_.R;
-        }
+        w.w_ih_rows = weight_rows<Acc>(w_ih, G, in_size, w.w_ih.data(), &w.ld_ih);
+        w.w_hh_rows = weight_rows<Acc>(w_hh, G, p_.R, w.w_hh.data(), &w.ld_hh);
       }
     } else {
       // Transposed: element (k, g) of w^T is w[g, k].

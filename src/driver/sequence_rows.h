@@ -44,18 +44,6 @@ Acc* compact_rows_in_place(const LstmProblem& p, const TensorView& v, int64_t fe
   return static_cast<Acc*>(v.data);
 }
 
-// A 2-D weight (w_ih, w_hh) of the compute type with unit column stride: its
-// data and row stride, read in place; null (and ld untouched) otherwise.
-template <class Acc>
-const Acc* weight_in_place(const TensorView& w, int64_t rows, int64_t cols, int64_t* ld) {
-  if (w.data == nullptr || w.dtype != compute_dtype<Acc>() || rows <= 0 || cols <= 0 ||
-      w.stride(1) != 1 || w.stride(0) < cols) {
-    return nullptr;
-  }
-  *ld = w.stride(0);
-  return static_cast<const Acc*>(w.data);
-}
-
 // dst (N, features) <- the valid rows of a tensor in the input's or the
 // output's format (input, grad_y).
 template <class Acc>
@@ -113,6 +101,22 @@ void scatter_slot(const LstmProblem& p, const Acc* src, int64_t width, const Ten
 template <class Acc>
 void gather_weight(const TensorView& w, int64_t rows, int64_t cols, Acc* dst) {
   gather_matrix<Acc>(w, 0, rows, w.stride(0), cols, w.stride(1), dst, cols);
+}
+
+// The rows a product reads of a 2-D weight (w_ih, w_hh) as stored: the
+// caller's data when of the compute type with unit column stride (read in
+// place, *ld its row stride), else `copy` (rows, cols) gathered (*ld = cols).
+template <class Acc>
+const Acc* weight_rows(const TensorView& w, int64_t rows, int64_t cols, Acc* copy,
+                       int64_t* ld) {
+  if (w.data != nullptr && w.dtype == compute_dtype<Acc>() && rows > 0 && cols > 0 &&
+      w.stride(1) == 1 && w.stride(0) >= cols) {
+    *ld = w.stride(0);
+    return static_cast<const Acc*>(w.data);
+  }
+  gather_weight<Acc>(w, rows, cols, copy);
+  *ld = cols;
+  return copy;
 }
 
 // Columns [u0, u1) of rows x width at [s, t, first:] of a saved (D*L, T, B,

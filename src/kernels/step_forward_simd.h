@@ -69,17 +69,19 @@ LSTMOP_CELL_TARGET inline void store_as(Storage* dst, const typename V::Tail& m,
   }
 }
 
-// A saved float vector: streamed when asked for, full and aligned (the
-// others stored as usual; streaming changes no value).
-template <class V>
-LSTMOP_CELL_TARGET inline void store_saved_float(float* dst, const typename V::Tail& m,
-                                                 int64_t count, typename V::reg v, bool stream) {
-  constexpr uintptr_t kAlign = V::kLanes * sizeof(float);
-  if (stream && count == V::kLanes && reinterpret_cast<uintptr_t>(dst) % kAlign == 0) {
-    V::stream(dst, v);
-  } else {
-    store_as<V, float>(dst, m, count, v);
+// A saved tensor's vector in Storage; float vectors streamed when asked for,
+// full and aligned (the others stored as usual; streaming changes no value).
+template <class V, class Storage>
+LSTMOP_CELL_TARGET inline void store_saved(Storage* dst, const typename V::Tail& m,
+                                           int64_t count, typename V::reg v, bool stream) {
+  if constexpr (std::is_same_v<Storage, float>) {
+    constexpr uintptr_t kAlign = V::kLanes * sizeof(float);
+    if (stream && count == V::kLanes && reinterpret_cast<uintptr_t>(dst) % kAlign == 0) {
+      V::stream(dst, v);
+      return;
+    }
   }
+  store_as<V, Storage>(dst, m, count, v);
 }
 
 template <class V>
@@ -145,28 +147,16 @@ LSTMOP_CELL_TARGET void tile(const ForwardStepWeights& w, const ForwardStepArgs&
     store_as<V, float>(c, m, count, cn);
     store_as<V, float>(s.h_out + row * s.ld_out + u, m, count, hn);
     if (s.h_next != nullptr) store_as<V, float>(s.h_next + row * H + u, m, count, hn);
-    if constexpr (std::is_same_v<Storage, float>) {
-      if (saved != nullptr && s.stream_saved) {
-        const int64_t e = row * H + u;
-        store_saved_float<V>(saved->i + e, m, count, gi, true);
-        store_saved_float<V>(saved->j + e, m, count, gj, true);
-        store_saved_float<V>(saved->f + e, m, count, gf, true);
-        store_saved_float<V>(saved->o + e, m, count, go, true);
-        store_saved_float<V>(saved->c + e, m, count, cn, true);
-        store_saved_float<V>(saved->tanhc + e, m, count, tc, true);
-        if (saved->h != nullptr) store_saved_float<V>(saved->h + e, m, count, hn, true);
-        continue;
-      }
-    }
     if (saved != nullptr) {
       const int64_t e = row * H + u;
-      store_as<V, Storage>(saved->i + e, m, count, gi);
-      store_as<V, Storage>(saved->j + e, m, count, gj);
-      store_as<V, Storage>(saved->f + e, m, count, gf);
-      store_as<V, Storage>(saved->o + e, m, count, go);
-      store_as<V, Storage>(saved->c + e, m, count, cn);
-      store_as<V, Storage>(saved->tanhc + e, m, count, tc);
-      if (saved->h != nullptr) store_as<V, Storage>(saved->h + e, m, count, hn);
+      const bool stream = s.stream_saved;
+      store_saved<V, Storage>(saved->i + e, m, count, gi, stream);
+      store_saved<V, Storage>(saved->j + e, m, count, gj, stream);
+      store_saved<V, Storage>(saved->f + e, m, count, gf, stream);
+      store_saved<V, Storage>(saved->o + e, m, count, go, stream);
+      store_saved<V, Storage>(saved->c + e, m, count, cn, stream);
+      store_saved<V, Storage>(saved->tanhc + e, m, count, tc, stream);
+      if (saved->h != nullptr) store_saved<V, Storage>(saved->h + e, m, count, hn, stream);
     }
   }
 }
