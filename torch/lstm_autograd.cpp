@@ -214,7 +214,8 @@ BackwardTuple backward_by_recomputation(const Tensor& grad_y, const Tensor& grad
   return BackwardTuple(gradients[0], std::move(dhx), std::move(dparams));
 }
 
-BackwardTuple lstm_backward_autograd(const Tensor& grad_y, const Tensor& grad_hy,
+BackwardTuple lstm_backward_autograd(c10::DispatchKeySet keys, const Tensor& grad_y,
+                                     const Tensor& grad_hy,
                                      const Tensor& grad_cy, const Tensor& input, TensorList hx,
                                      TensorList params, const Tensor& i, const Tensor& j,
                                      const Tensor& f, const Tensor& o, const Tensor& h,
@@ -227,10 +228,12 @@ BackwardTuple lstm_backward_autograd(const Tensor& grad_y, const Tensor& grad_hy
       (any_requires_grad({grad_y, grad_hy, grad_cy, input}) || any_requires_grad(hx) ||
        any_requires_grad(params));
   if (!differentiable) {
+    // The kernel below autograd, redispatched (one event per call for the profiler).
     at::AutoDispatchBelowADInplaceOrView below_autograd;
-    return backward_op().call(grad_y, grad_hy, grad_cy, input, hx, params, i, j, f, o, h, c,
-                              tanhc, has_biases, num_layers, dropout, train, bidirectional,
-                              batch_first, batch_sizes);
+    return backward_op().redispatch(keys & c10::after_autograd_keyset, grad_y, grad_hy, grad_cy,
+                                    input, hx, params, i, j, f, o, h, c, tanhc, has_biases,
+                                    num_layers, dropout, train, bidirectional, batch_first,
+                                    batch_sizes);
   }
   // The same checks, with the same errors, as the kernels; then batch_sizes'
   // values, which the recomputation reads.

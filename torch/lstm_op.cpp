@@ -181,16 +181,20 @@ bool any_requires_grad(TensorList tensors) {
   return false;
 }
 
-LstmTuple lstm_autograd(const Tensor& input, TensorList hx, TensorList params, bool has_biases,
-                        int64_t num_layers, double dropout, bool training, bool bidirectional,
-                        bool batch_first, const c10::optional<Tensor>& batch_sizes) {
+LstmTuple lstm_autograd(c10::DispatchKeySet keys, const Tensor& input, TensorList hx,
+                        TensorList params, bool has_biases, int64_t num_layers, double dropout,
+                        bool training, bool bidirectional, bool batch_first,
+                        const c10::optional<Tensor>& batch_sizes) {
   const bool differentiable =
       at::GradMode::is_enabled() &&
       (input.requires_grad() || any_requires_grad(hx) || any_requires_grad(params));
   if (!differentiable) {
+    // The kernel below autograd, redispatched (not a second call from the
+    // dispatcher's top: one lstmop::lstm event per call for the profiler).
     at::AutoDispatchBelowADInplaceOrView below_autograd;
-    return lstm_op().call(input, hx, params, has_biases, num_layers, dropout, training,
-                          bidirectional, batch_first, batch_sizes);
+    return lstm_op().redispatch(keys & c10::after_autograd_keyset, input, hx, params,
+                                has_biases, num_layers, dropout, training, bidirectional,
+                                batch_first, batch_sizes);
   }
   // At the autograd level: _lstm's Autograd kernel and the layout and dropout
   // operations record their backward.
