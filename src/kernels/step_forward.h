@@ -38,6 +38,9 @@
 // (lstm_plan.h), so results never depend on the thread count.
 #pragma once
 
+#include <xmmintrin.h>
+
+#include <algorithm>
 #include <cstdint>
 
 #include "common/workspace.h"
@@ -75,6 +78,44 @@ class ForwardStepWeights {
   int64_t H_ = 0, k_input_ = 0, k_hidden_ = 0, width_ = 16;
   Workspace<float> packed_;
 };
+
+// Software prefetch of the next unit group's packed weights into L2, for the
+// fused steps (float and bfloat16). Groups are outside and row blocks inside,
+// so each group's block is read once a step from beyond L2 when the packed
+// weights are larger than L2: at the first row block's pace, latency bound.
+// Instead each row block fetches its share of the next group's block (after
+// the last group, the first: the next step's) spread over its k steps. A hint
+// only: no value depends on it.
+struct NextBlock {
+  const char* next = nullptr;  // the first line still to fetch
+  const char* end = nullptr;   // past this row block's share
+  int64_t per_k = 0;           // lines per k step
+
+  void fetch() {
+    for (int64_t j = 0; j < per_k && next < end; ++j, next += 64) {
+      _mm_prefetch(next, _MM_HINT_T1);
+    }
+  }
+};
+
+// Packed weights of at least this many bytes get the prefetch (L2 is
+// 512 KiB (Zen 3) to 2 MiB (Sapphire Rapids) a core).
+constexpr int64_t kPrefetchMinBytes = int64_t{1} << 20;
+
+// Row block b's share (of `blocks`) of the block at `next` (block_bytes),
+// over k_steps k steps; none where total_bytes (all groups) is below the
+// threshold or there is one group.
+inline NextBlock next_block_share(const void* next, int64_t block_bytes, int64_t total_bytes,
+                                  int64_t blocks, int64_t b, int64_t k_steps) {
+  NextBlock pf;
+  if (total_bytes < kPrefetchMinBytes || total_bytes <= block_bytes || k_steps <= 0) return pf;
+  const int64_t lines = block_bytes / 64, share = (lines + blocks - 1) / blocks;
+  const char* base = static_cast<const char*>(next);
+  pf.next = base + std::min(b * share, lines) * 64;
+  pf.end = base + std::min((b + 1) * share, lines) * 64;
+  pf.per_k = (share + k_steps - 1) / k_steps;
+  return pf;
+}
 
 struct ForwardStepArgs {
   int64_t rows = 0;

@@ -16,6 +16,7 @@
 
 #include "common/element_access.h"
 #include "kernels/simd_avx512.h"
+#include "kernels/step_forward.h"
 
 #define LSTMOP_CELL_TARGET \
   __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16,avx2,fma,f16c")))
@@ -61,9 +62,10 @@ inline uint32_t pair_at(const uint16_t* a, int64_t p, int64_t count) {
 // pair with a zero partner, read without touching the row's end).
 template <int R>
 LSTMOP_CELL_TARGET inline void chain(__m512 (&acc)[R][4], int64_t K, const uint16_t* a,
-                                     int64_t lda, const uint16_t* block) {
+                                     int64_t lda, const uint16_t* block, NextBlock& pf) {
   const int64_t full = K / 2;
   for (int64_t p = 0; p < full; ++p) {
+    pf.fetch();
     __m512bh b[4];
 #pragma GCC unroll 4
     for (int q = 0; q < 4; ++q) {
@@ -127,7 +129,7 @@ LSTMOP_CELL_TARGET inline void store_saved(Storage* dst, __mmask16 m, int64_t co
 template <int R, class Storage>
 LSTMOP_CELL_TARGET void tile(const Bf16StepWeights& w, const Bf16StepArgs& s,
                              const StepSaved<Storage>* saved, int64_t r0, int64_t u,
-                             int64_t count) {
+                             int64_t count, NextBlock pf) {
   const int64_t H = w.hidden(), K0 = w.k_input(), K1 = w.k_hidden();
   const uint16_t* block = w.data() + (u / kWidth) * (pairs(K0) + pairs(K1)) * kPairRow;
   const __mmask16 m =
@@ -138,8 +140,8 @@ LSTMOP_CELL_TARGET void tile(const Bf16StepWeights& w, const Bf16StepArgs& s,
 #pragma GCC unroll 4
     for (int q = 0; q < 4; ++q) acc[r][q] = _mm512_maskz_loadu_ps(m, s.bias + q * H + u);
   }
-  if (K0 > 0) chain<R>(acc, K0, s.x + r0 * s.ld_x, s.ld_x, block);
-  chain<R>(acc, K1, s.h_prev + r0 * s.ld_h, s.ld_h, block + pairs(K0) * kPairRow);
+  if (K0 > 0) chain<R>(acc, K0, s.x + r0 * s.ld_x, s.ld_x, block, pf);
+  chain<R>(acc, K1, s.h_prev + r0 * s.ld_h, s.ld_h, block + pairs(K0) * kPairRow, pf);
   for (int r = 0; r < R; ++r) {
     const int64_t row = r0 + r;
     float* c = s.c_state + row * H + u;
@@ -174,12 +176,12 @@ LSTMOP_CELL_TARGET void tile(const Bf16StepWeights& w, const Bf16StepArgs& s,
 template <int R, class Storage>
 LSTMOP_CELL_TARGET void tile_rows(int rows, const Bf16StepWeights& w, const Bf16StepArgs& s,
                                   const StepSaved<Storage>* saved, int64_t r0, int64_t u,
-                                  int64_t count) {
+                                  int64_t count, NextBlock pf) {
   if constexpr (R >= 1) {
     if (rows == R) {
-      tile<R, Storage>(w, s, saved, r0, u, count);
+      tile<R, Storage>(w, s, saved, r0, u, count, pf);
     } else {
-      tile_rows<R - 1, Storage>(rows, w, s, saved, r0, u, count);
+      tile_rows<R - 1, Storage>(rows, w, s, saved, r0, u, count, pf);
     }
   }
 }
@@ -319,12 +321,22 @@ void step_forward_bf16(const Bf16StepWeights& w, const Bf16StepArgs& s,
   if (s.rows <= 0 || s.u_begin >= s.u_end) return;
   const int64_t blocks = (s.rows + kMaxRows - 1) / kMaxRows;
   const int64_t base = s.rows / blocks, longer = s.rows % blocks;
+  const int64_t K0 = w.k_input(), K1 = w.k_hidden();
+  const int64_t block_elements = (pairs(K0) + pairs(K1)) * kPairRow;
+  const int64_t block_bytes = block_elements * static_cast<int64_t>(sizeof(uint16_t));
+  const int64_t total_bytes = (s.u_end - s.u_begin + kWidth - 1) / kWidth * block_bytes;
+  const uint16_t* first = w.data() + (s.u_begin / kWidth) * block_elements;
   for (int64_t u = s.u_begin; u < s.u_end; u += kWidth) {
     const int64_t count = s.u_end - u < kWidth ? s.u_end - u : kWidth;
+    const uint16_t* next =
+        u + kWidth < s.u_end ? w.data() + ((u + kWidth) / kWidth) * block_elements : first;
     int64_t r0 = 0;
     for (int64_t b = 0; b < blocks; ++b) {
       const int rows = static_cast<int>(base + (b < longer ? 1 : 0));
-      tile_rows<kMaxRows, Storage>(rows, w, s, saved, r0, u, count);
+      // The chains' full pairs are the k steps that fetch.
+      tile_rows<kMaxRows, Storage>(
+          rows, w, s, saved, r0, u, count,
+          next_block_share(next, block_bytes, total_bytes, blocks, b, K0 / 2 + K1 / 2));
       r0 += rows;
     }
   }

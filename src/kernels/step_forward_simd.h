@@ -10,10 +10,10 @@
 // per row; the epilogue runs the cell on each row's four accumulators.
 // Groups are outside, balanced row blocks inside, so a group's weights
 // (K x 4 x kLanes floats) are read from L2 once a step and reused by every
-// row block.
+// row block; large weights are prefetched a group ahead (NextBlock,
+// step_forward.h).
 #pragma once
 
-#include <algorithm>
 #include <cstdint>
 #include <immintrin.h>
 #include <type_traits>
@@ -91,30 +91,13 @@ LSTMOP_CELL_TARGET inline typename V::reg load_lanes(const typename V::Tail& m, 
   return count == V::kLanes ? V::loadu(p) : V::load_tail(m, p);
 }
 
-// Software prefetch of the next unit group's weights into L2 while this
-// group's row blocks run: where the packed weights are larger than L2, each
-// group's block would otherwise come from L3 (or memory) at the first row
-// block's pace, latency bound. Each row block fetches its share of the next
-// block's lines, `per_kk` lines per k step from `next` on.
-struct NextBlock {
-  const char* next = nullptr;  // the first line still to fetch
-  const char* end = nullptr;   // past this tile's share
-  int per_kk = 0;
-};
-
-// Packed weights of at least this many bytes get the prefetch (L2 is
-// 512 KiB (Zen 3) to 2 MiB (Sapphire Rapids) a core).
-constexpr int64_t kPrefetchMinBytes = int64_t{1} << 20;
-
 // acc[r][q] = fma(a[r, kk], block[kk][q], acc[r][q]) for kk < K.
 template <class V, int R>
 LSTMOP_CELL_TARGET inline void chain(typename V::reg (&acc)[R][4], int64_t K, const float* a,
                                      int64_t lda, const float* block, NextBlock& pf) {
   constexpr int64_t W = V::kLanes;
   for (int64_t kk = 0; kk < K; ++kk) {
-    for (int j = 0; j < pf.per_kk && pf.next < pf.end; ++j, pf.next += 64) {
-      _mm_prefetch(pf.next, _MM_HINT_T1);
-    }
+    pf.fetch();
     typename V::reg b[4];
 #pragma GCC unroll 4
     for (int q = 0; q < 4; ++q) b[q] = V::loadu(block + (kk * 4 + q) * W);
@@ -204,28 +187,16 @@ LSTMOP_CELL_TARGET void step(const ForwardStepWeights& w, const ForwardStepArgs&
   const int64_t base = s.rows / blocks, longer = s.rows % blocks;
   const int64_t K = w.k_input() + w.k_hidden();
   const int64_t block_bytes = K * 4 * W * static_cast<int64_t>(sizeof(float));
-  const int64_t groups = (s.u_end - s.u_begin + W - 1) / W;
-  const bool prefetch = groups > 1 && groups * block_bytes >= kPrefetchMinBytes;
-  // Lines of the next block per row block, and per k step (at least 1).
-  const int64_t share = (block_bytes / 64 + blocks - 1) / blocks;
-  const int per_kk = static_cast<int>((share + K - 1) / K);
-  const char* first = reinterpret_cast<const char*>(w.data() + (s.u_begin / W) * K * 4 * W);
+  const int64_t total_bytes = (s.u_end - s.u_begin + W - 1) / W * block_bytes;
+  const float* first = w.data() + (s.u_begin / W) * K * 4 * W;
   for (int64_t u = s.u_begin; u < s.u_end; u += W) {
     const int64_t count = s.u_end - u < W ? s.u_end - u : W;
-    // The next group's block; after the last, the first (the next step's).
-    const char* next = u + W < s.u_end ? reinterpret_cast<const char*>(
-                                             w.data() + ((u + W) / W) * K * 4 * W)
-                                       : first;
+    const float* next = u + W < s.u_end ? w.data() + ((u + W) / W) * K * 4 * W : first;
     int64_t r0 = 0;
     for (int64_t b = 0; b < blocks; ++b) {
       const int rows = static_cast<int>(base + (b < longer ? 1 : 0));
-      NextBlock pf;
-      if (prefetch) {
-        pf.next = next + std::min(b * share, block_bytes / 64) * 64;
-        pf.end = next + std::min((b + 1) * share, block_bytes / 64) * 64;
-        pf.per_kk = per_kk;
-      }
-      tile_rows<V, kRows, Storage>(rows, w, s, saved, r0, u, count, pf);
+      tile_rows<V, kRows, Storage>(rows, w, s, saved, r0, u, count,
+                                   next_block_share(next, block_bytes, total_bytes, blocks, b, K));
       r0 += rows;
     }
   }
