@@ -23,12 +23,14 @@ using kernels::Isa;
 
 struct Case {
   int64_t m, k, n;
+  int64_t lda = 0;  // 0: k + 3
 };
 
-// A (m, k) with row stride k + 3; W (n, k) = B^T; C (m, n) with row stride
-// n + 5, the 5 columns after each row a guard that must keep its value.
+// A (m, k) with row stride lda (k + 3 unless given); W (n, k) = B^T; C (m, n)
+// with row stride n + 5, the 5 columns after each row a guard that must keep
+// its value.
 void check_case(Isa isa, const Case& cs, unsigned seed) {
-  const int64_t lda = cs.k + 3, ldc = cs.n + 5;
+  const int64_t lda = cs.lda > 0 ? cs.lda : cs.k + 3, ldc = cs.n + 5;
   std::mt19937 gen(seed);
   std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
   std::vector<float> a(static_cast<std::size_t>(cs.m * lda)), w(static_cast<std::size_t>(cs.n * cs.k)),
@@ -66,7 +68,7 @@ void check_case(Isa isa, const Case& cs, unsigned seed) {
 // 25 = 9 + 8 + 8, 64 = 4 x 11 + 2 x 10); AVX2's 6-row blocks and 7..9 tails.
 // Depths across the 256 blocks; columns with partial last panels and runs of
 // panels shorter than a tile's. Then the forward and backward step shapes of
-// the benchmark suite (S1, S2, S5).
+// the benchmark suite (S1, S2, S5), and row strides of a multiple of 2 KiB.
 void check_body(Isa isa) {
   const int64_t rows[] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 25, 64};
   const int64_t depths[] = {1, 17, 256, 300};
@@ -79,6 +81,12 @@ void check_body(Isa isa) {
   check_case(isa, {64, 2048, 512}, 8);
   check_case(isa, {32, 256, 1024}, 9);
   check_case(isa, {8, 512, 128}, 10);
+  // Row strides of a multiple of 2 KiB (the AVX-512 body copies each row
+  // block's slice of A first): the backward's 4H-wide rows, and wider ones
+  // with a partial last k block.
+  check_case(isa, {64, 2048, 512, 2048}, 11);
+  check_case(isa, {13, 300, 40, 1024}, 12);
+  check_case(isa, {2, 17, 16, 512}, 13);
 }
 
 TEST(RecurrentProduct, GenericGivesTheFmaChainBitwise) { check_body(Isa::Scalar); }
