@@ -10,7 +10,9 @@
 //   set1, add, sub, mul, div, min, max (min(a, b) / max(a, b) return b when
 //   either is NaN), fmadd(a, b, c) = a*b + c and fnmadd(a, b, c) = c - a*b
 //   fused, round_nearest, pow2i(n) = 2^n for integral n in [-127, 127] as a
-//   float built from the exponent bits, abs, with_sign_of(t, x) = t with x's
+//   float built from the exponent bits, scale2(p, n) = p * 2^n for integral n
+//   (exact where the result is a normal float: mul(p, pow2i(n)) in AVX2,
+//   vscalefps in AVX-512), abs, with_sign_of(t, x) = t with x's
 //   sign bit or-ed in;
 //   less(a, b) (ordered a < b, false for NaN), zero_where(m, v), select(m, a, b)
 //   (b where m, else a);
@@ -20,8 +22,10 @@
 //   tensor.h per lane: nearest even, NaN quieted with sign and payload kept).
 //
 // Activations: exp(x) = 2^n * p(r), n = round(x / ln 2), r = x - n ln 2 in two
-// parts, p Cephes' expf polynomial, x clamped to [-87, 88] so 2^n is a normal
-// float (NaN kept); sigmoid(x) = 1 / (1 + exp(-x)), exactly 0 for x < -88;
+// parts, p Cephes' expf polynomial, x raised to -87 if below so 2^n is a
+// normal float (NaN kept; x <= 88 by the callers), 2^n * p by V::scale2 (an
+// exact scaling either way); sigmoid(x) = 1 / (1 + exp(-x)), exactly 0 for
+// x < -88;
 // tanh(x) = sign(x) (1 - e) / (1 + e), e = exp(-2|x|), for |x| >= 0.3 and its
 // Taylor polynomial to x^13 below (error and saturation: cell_pass_isa.h).
 //
@@ -44,9 +48,13 @@ namespace lstmop {
 namespace detail {
 namespace cell_simd {
 
+// exp(x) for x <= 88 (NaN kept); x below -87 is taken as -87, so that 2^n
+// is a normal float and p 2^n exact. x above 88 gives a meaningless value:
+// the callers never use one (sigmoid's exp(-x) is replaced by the limit 0
+// for x < -88; tanh's argument is -2|x| <= 0).
 template <class V>
 LSTMOP_CELL_TARGET inline typename V::reg exp_v(typename V::reg x) {
-  x = V::min(V::set1(88.0f), V::max(V::set1(-87.0f), x));
+  x = V::max(V::set1(-87.0f), x);
   const auto n = V::round_nearest(V::mul(x, V::set1(1.44269504088896341f)));
   // ln 2 = 0.693359375 - 2.12194440e-4: n * 0.693359375 is exact for |n| < 2^15.
   auto r = V::fnmadd(n, V::set1(0.693359375f), x);
@@ -60,7 +68,7 @@ LSTMOP_CELL_TARGET inline typename V::reg exp_v(typename V::reg x) {
   p = V::fmadd(p, V::mul(r, r), r);
   p = V::add(p, V::set1(1.0f));
   // A NaN n gives a meaningless 2^n, but p is NaN then and so is the product.
-  return V::mul(p, V::pow2i(n));
+  return V::scale2(p, n);
 }
 
 template <class V>

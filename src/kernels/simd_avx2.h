@@ -7,7 +7,9 @@
 //   set1, add, sub, mul, div, min, max (min(a, b) / max(a, b) return b when
 //   either is NaN), fmadd(a, b, c) = a*b + c and fnmadd(a, b, c) = c - a*b
 //   fused, round_nearest, pow2i(n) = 2^n for integral n in [-127, 127] as a
-//   float built from the exponent bits, abs, with_sign_of(t, x) = t with x's
+//   float built from the exponent bits, scale2(p, n) = p * 2^n for integral n
+//   (exact where the result is a normal float: mul(p, pow2i(n)) in AVX2,
+//   vscalefps in AVX-512), abs, with_sign_of(t, x) = t with x's
 //   sign bit or-ed in;
 //   less(a, b) (ordered a < b, false for NaN), zero_where(m, v), select(m, a, b)
 //   (b where m, else a);
@@ -56,6 +58,8 @@ struct Avx2 {
     return _mm256_castsi256_ps(_mm256_slli_epi32(
         _mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23));
   }
+  // p * 2^n for integral n in [-127, 127].
+  LSTMOP_TARGET_AVX2 static reg scale2(reg p, reg n) { return mul(p, pow2i(n)); }
   LSTMOP_TARGET_AVX2 static reg abs(reg x) { return _mm256_andnot_ps(_mm256_set1_ps(-0.0f), x); }
   LSTMOP_TARGET_AVX2 static reg with_sign_of(reg t, reg x) {
     return _mm256_or_ps(t, _mm256_and_ps(_mm256_set1_ps(-0.0f), x));

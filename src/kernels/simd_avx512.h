@@ -7,7 +7,9 @@
 //   set1, add, sub, mul, div, min, max (min(a, b) / max(a, b) return b when
 //   either is NaN), fmadd(a, b, c) = a*b + c and fnmadd(a, b, c) = c - a*b
 //   fused, round_nearest, pow2i(n) = 2^n for integral n in [-127, 127] as a
-//   float built from the exponent bits, abs, with_sign_of(t, x) = t with x's
+//   float built from the exponent bits, scale2(p, n) = p * 2^n for integral n
+//   (exact where the result is a normal float: mul(p, pow2i(n)) in AVX2,
+//   vscalefps in AVX-512), abs, with_sign_of(t, x) = t with x's
 //   sign bit or-ed in;
 //   less(a, b) (ordered a < b, false for NaN), zero_where(m, v), select(m, a, b)
 //   (b where m, else a);
@@ -62,6 +64,9 @@ struct Avx512 {
     return _mm512_castsi512_ps(_mm512_slli_epi32(
         _mm512_add_epi32(_mm512_cvtps_epi32(n), _mm512_set1_epi32(127)), 23));
   }
+  // p * 2^n for integral n: vscalefps, exact where p * 2^n is a normal float
+  // (then the same as mul(p, pow2i(n))).
+  LSTMOP_TARGET_AVX512 static reg scale2(reg p, reg n) { return _mm512_scalef_ps(p, n); }
   LSTMOP_TARGET_AVX512 static reg abs(reg x) {
     return _mm512_castsi512_ps(
         _mm512_and_si512(_mm512_castps_si512(x), _mm512_set1_epi32(0x7fffffff)));
