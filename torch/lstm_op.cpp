@@ -124,6 +124,14 @@ LstmTuple run_lstm(const Tensor& input, TensorList hx, TensorList params, bool h
                                         save_activations, bidirectional, batch_first,
                                         op_batch_sizes);
 
+  // Inference on a CPU PackedSequence: the core reads and writes the packed
+  // rows themselves (no padded copy of the input or the output).
+  if (packed && !save_activations && input.device().is_cpu() &&
+      !(training && dropout > 0.0 && num_layers > 1)) {
+    return lstmop_torch::forward_packed_rows(input, hx, params, has_biases, num_layers,
+                                             bidirectional, *batch_sizes,
+                                             layout.steps * layout.batch);
+  }
   Tensor layer_input = packed ? padded_rows(input, layout) : input;
   Tensor output, hy, cy;
   if (!(training && dropout > 0.0 && num_layers > 1)) {

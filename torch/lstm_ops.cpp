@@ -25,6 +25,7 @@
 #include <tuple>
 #include <vector>
 
+#include "api/packed.h"
 #include "lstmop/lstm.h"
 #include "output_memory.h"
 
@@ -259,6 +260,54 @@ BackwardTuple lstm_backward_kernel(Memory memory, const Tensor& grad_y, const Te
     return BackwardTuple(std::move(dx), std::move(dhx), std::move(dparams));
   });
 }
+
+}  // namespace
+
+std::tuple<Tensor, Tensor, Tensor> forward_packed_rows(const Tensor& input, TensorList hx,
+                                                       TensorList params, bool has_biases,
+                                                       int64_t num_layers, bool bidirectional,
+                                                       const Tensor& batch_sizes,
+                                                       int64_t padded_rows) {
+  return translating_core_errors([&] {
+    const Memory memory = Memory::Cpu;
+    const lstmop::TensorView input_view = view_of(input, "input", memory);
+    const lstmop::TensorList hx_views = views_of(hx, "hx", memory);
+    const lstmop::TensorList params_views = views_of(params, "params", memory);
+    const lstmop::TensorView batch_sizes_v = batch_sizes_view(batch_sizes, memory);
+    // The result shapes of the padded problem (checked by the caller), the
+    // output's rows those of the packed input.
+    const lstmop::TensorView padded(nullptr, input_view.dtype,
+                                    {padded_rows, input_view.size(1)});
+    lstmop::ForwardShapes shapes = lstmop::lstm_forward_shapes(
+        padded, hx_views, params_views, has_biases, num_layers, 0.0, false, bidirectional, false,
+        batch_sizes_v);
+    shapes.output[0] = input.size(0);
+    Tensor output = empty_like_shape(shapes.output, input);
+    Tensor hy = empty_like_shape(shapes.hy, input), cy = empty_like_shape(shapes.cy, input);
+    Tensor h = empty_like_shape(shapes.h, input), c = empty_like_shape(shapes.c, input);
+    // i, j, f, o, tanhc: shaped (0) without saved activations.
+    const Tensor i = empty_like_shape(shapes.i, input), j = empty_like_shape(shapes.j, input);
+    const Tensor f = empty_like_shape(shapes.f, input), o = empty_like_shape(shapes.o, input);
+    const Tensor tanhc = empty_like_shape(shapes.tanhc, input);
+    follow_torch_thread_count();
+    lstmop::ForwardOutputs out;
+    out.output = view_of(output, "output", memory);
+    out.hy = view_of(hy, "hy", memory);
+    out.cy = view_of(cy, "cy", memory);
+    out.i = view_of(i, "i", memory);
+    out.j = view_of(j, "j", memory);
+    out.f = view_of(f, "f", memory);
+    out.o = view_of(o, "o", memory);
+    out.tanhc = view_of(tanhc, "tanhc", memory);
+    out.h = view_of(h, "h", memory);
+    out.c = view_of(c, "c", memory);
+    lstmop::detail::lstm_forward_packed_out(out, input_view, hx_views, params_views, has_biases,
+                                            num_layers, bidirectional, batch_sizes_v);
+    return std::make_tuple(output, hy, cy);
+  });
+}
+
+namespace {
 
 template <Memory memory>
 ForwardTuple lstm_forward(const Tensor& input, TensorList hx, TensorList params, bool has_biases,

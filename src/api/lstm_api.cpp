@@ -3,6 +3,8 @@
 #include "lstmop/lstm.h"
 
 #include "api/checks.h"
+#include "api/check_support.h"
+#include "api/packed.h"
 #include "driver/drivers.h"
 #include "common/tensor_alloc.h"
 
@@ -155,4 +157,47 @@ BackwardResult lstm_backward(const TensorView& grad_y, const TensorView& grad_hy
   });
 }
 
+namespace detail {
+
+void lstm_forward_packed_out(const ForwardOutputs& out, const TensorView& input,
+                             const TensorList& hx, const TensorList& params, bool has_biases,
+                             int64_t num_layers, bool bidirectional,
+                             const TensorView& batch_sizes) {
+  translate_bad_alloc([&]() {
+    if (!batch_sizes.defined || batch_sizes.numel() == 0) {
+      throw Error("batch_sizes", "must be given (the steps' batch sizes of the packed rows), got " +
+                                     std::string(batch_sizes.defined ? "an empty tensor"
+                                                                     : "an undefined tensor"));
+    }
+    // The padded (T*B, I) shape the checks see: T and B from batch_sizes when
+    // it can be read (anything else reaches the checks as it is, which then
+    // name the argument at fault).
+    TensorView padded = input;
+    const bool readable = batch_sizes.defined && batch_sizes.dtype == DType::Int64 &&
+                          batch_sizes.dim() == 1 && batch_sizes.size(0) >= 1 &&
+                          batch_sizes.data != nullptr && input.defined && input.dim() == 2;
+    if (readable) {
+      const int64_t T = batch_sizes.size(0);
+      const int64_t B = static_cast<const int64_t*>(batch_sizes.data)[0];
+      int64_t rows = 0;
+      if (B >= 0 && mul_ok(T, B, &rows)) {
+        padded = TensorView(input.data, input.dtype, {rows, input.size(1)});
+      }
+    }
+    LstmProblem dims = check_forward_args(padded, hx, params, has_biases, num_layers, 0.0,
+                                          /*train=*/false, bidirectional, false, batch_sizes,
+                                          /*read_values=*/true);
+    if (input.dim() != 2 || input.size(0) != dims.valid_rows() || input.size(1) != dims.I) {
+      throw Error("input", "must be the packed rows (sum of batch_sizes, input_size) = (" +
+                               std::to_string(dims.valid_rows()) + ", " +
+                               std::to_string(dims.I) + "), got " + with_dims(input.sizes));
+    }
+    dims.packed_rows = true;
+    check_forward_outputs(out, forward_shapes(dims), dims,
+                          forward_input_views(input, hx, params, batch_sizes));
+    run_lstm_forward(dims, input, hx, params, out);
+  });
+}
+
+}  // namespace detail
 }  // namespace lstmop

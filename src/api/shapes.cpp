@@ -8,7 +8,9 @@ namespace detail {
 ForwardShapes forward_shapes(const LstmProblem& d) {
   ForwardShapes s;
   const int64_t out_features = d.D * d.R;  // R: proj_size with projections, else H
-  if (d.variable_length) {
+  if (d.packed_rows) {
+    s.output = {d.valid_rows(), out_features};
+  } else if (d.variable_length) {
     s.output = {d.T * d.B, out_features};
   } else if (d.batch_first) {
     s.output = {d.B, d.T, out_features};

@@ -203,7 +203,7 @@ class ForwardDriver {
     for (int64_t t = 0; t < p_.T; ++t) {
       uint16_t* dst = x0_bits_.data() + p_.step_offset[t] * p_.I;
       for (int64_t b = 0; b < p_.step_batch[t]; ++b) {
-        const uint16_t* src = in + t * l.t_stride + b * l.b_stride;
+        const uint16_t* src = in + p_.row_offset(input_, l, t, b);
         for (int64_t k = 0; k < p_.I; ++k) dst[b * p_.I + k] = src[k * l.f_stride];
       }
     }
@@ -215,8 +215,9 @@ class ForwardDriver {
     const int64_t DH = p_.D * p_.H;
     uint16_t* out = static_cast<uint16_t*>(out_.output.data);
     for (int64_t t = 0; t < p_.T; ++t) {
-      for (int64_t b = 0; b < p_.B; ++b) {
-        uint16_t* dst = out + t * l.t_stride + b * l.b_stride;
+      // packed_rows: the valid rows only.
+      for (int64_t b = 0; b < (p_.packed_rows ? p_.step_batch[t] : p_.B); ++b) {
+        uint16_t* dst = out + p_.row_offset(out_.output, l, t, b);
         const bool valid = b < p_.step_batch[t];
         const uint16_t* src = y + (p_.step_offset[t] + b) * DH;
         for (int64_t k = 0; k < DH; ++k) dst[k * l.f_stride] = valid ? src[k] : uint16_t{0};

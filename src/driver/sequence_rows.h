@@ -27,15 +27,21 @@ constexpr DType compute_dtype() {
 // A tensor in the input's or the output's format (input, grad_y, output, dx)
 // whose rows already lie as the compact (N, features) rows, in the compute
 // type: every sequence T long (no invalid row), features contiguous, rows
-// consecutive (time-major, or one sequence, or a full batch_sizes input).
+// consecutive (time-major, or one sequence, or a full batch_sizes input); or
+// a contiguous packed_rows input or output.
 // Its data, to read or write in place instead of gathering or scattering
 // (the same values: a copy skipped); null for any other tensor.
 template <class Acc>
 Acc* compact_rows_in_place(const LstmProblem& p, const TensorView& v, int64_t features) {
   if (!v.defined || v.data == nullptr || v.dtype != compute_dtype<Acc>() || features <= 0 ||
-      p.valid_rows() == 0 || p.valid_rows() != p.T * p.B) {
+      p.valid_rows() == 0) {
     return nullptr;
   }
+  if (p.packed_rows) {  // (N, features): the compact rows when contiguous
+    const bool contiguous = v.stride(1) == 1 && (p.valid_rows() == 1 || v.stride(0) == features);
+    return contiguous ? static_cast<Acc*>(v.data) : nullptr;
+  }
+  if (p.valid_rows() != p.T * p.B) return nullptr;
   const SequenceLayout l = p.sequence_layout(v);
   if (l.f_stride != 1 || (p.B > 1 && l.b_stride != features) ||
       (p.T > 1 && l.t_stride != p.B * features)) {
@@ -48,6 +54,10 @@ Acc* compact_rows_in_place(const LstmProblem& p, const TensorView& v, int64_t fe
 // output's format (input, grad_y).
 template <class Acc>
 void gather_valid_rows(const LstmProblem& p, const TensorView& v, int64_t features, Acc* dst) {
+  if (p.packed_rows) {
+    gather_matrix<Acc>(v, 0, p.valid_rows(), v.stride(0), features, v.stride(1), dst, features);
+    return;
+  }
   const SequenceLayout l = p.sequence_layout(v);
   for (int64_t t = 0; t < p.T; ++t) {
     gather_matrix<Acc>(v, t * l.t_stride, p.step_batch[t], l.b_stride, features, l.f_stride,
@@ -56,10 +66,15 @@ void gather_valid_rows(const LstmProblem& p, const TensorView& v, int64_t featur
 }
 
 // A contiguous tensor in the input's or the output's format (output, dx) <-
-// src (N, features) at the valid rows, zeros at the others.
+// src (N, features) at the valid rows, zeros at the others (packed_rows: the
+// N rows themselves).
 template <class Acc>
 void scatter_valid_rows(const LstmProblem& p, const Acc* src, int64_t features,
                         const TensorView& v) {
+  if (p.packed_rows) {  // no invalid row to zero
+    scatter_matrix<Acc>(src, features, p.valid_rows(), features, v, 0, v.stride(0), v.stride(1));
+    return;
+  }
   const SequenceLayout l = p.sequence_layout(v);
   for (int64_t t = 0; t < p.T; ++t) {
     const int64_t rows = p.step_batch[t];

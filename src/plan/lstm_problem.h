@@ -28,6 +28,10 @@ struct LstmProblem {
   int64_t L = 0, D = 0;  // layers, directions
   int64_t slots = 0;     // D * L; slot s = l * D + d is layer l, direction d
   bool variable_length = false;  // batch_sizes given and non-empty
+  // Variable length only: the input and the output (and nothing else) are
+  // the compact (valid rows, F) rows themselves, PackedSequence's data
+  // (lstm_forward_packed_out in api/packed.h, inference only).
+  bool packed_rows = false;
   bool batch_first = false;      // effective: false with variable length
   bool has_biases = false;
   bool train = false;
@@ -52,8 +56,13 @@ struct LstmProblem {
   int64_t sequence_length(int64_t b) const;
   // Layout of a view with the input's format (input, dx) or the output's
   // (output, grad_y): (T, B, F), (B, T, F) if batch_first, (T*B, F) with
-  // variable length.
+  // variable length (not for packed_rows: row_offset).
   SequenceLayout sequence_layout(const TensorView& v) const;
+  // Element offset of (step t, sequence b)'s row in a view with the input's
+  // or the output's format, also with packed_rows (row step_offset[t] + b).
+  int64_t row_offset(const TensorView& v, const SequenceLayout& l, int64_t t, int64_t b) const {
+    return packed_rows ? (step_offset[t] + b) * v.stride(0) : t * l.t_stride + b * l.b_stride;
+  }
 };
 
 // The backward's saved tensors and incoming gradients, in argument order

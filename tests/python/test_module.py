@@ -393,3 +393,45 @@ def test_forward_mode_ad_is_refused_not_silently_wrong():
     with forward_ad.dual_level():
         with pytest.raises(RuntimeError, match="jvp is not implemented"):
             lstm(forward_ad.make_dual(x, torch.ones_like(x)))
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.bfloat16])
+def test_packed_inference_runs_on_the_packed_rows_with_the_padded_results(dtype):
+    """In inference a PackedSequence reaches the core as its packed rows (one lstmop::lstm
+    event, no _lstm call on a padded copy); output, h_n and c_n are bitwise those of _lstm on
+    the padded rows, and those of the training path (which calls _lstm)."""
+    torch.manual_seed(0)
+    L, H, I = 2, 12, 5
+    lstm = lstmop.nn.LSTM(I, H, num_layers=L, bidirectional=True).to(dtype)
+    lengths = [7, 6, 6, 3, 1]
+    pieces = [torch.randn(n, I).to(dtype) for n in lengths]
+    packed = pack_sequence(pieces, enforce_sorted=False)
+    h0 = torch.randn(2 * L, len(lengths), H).to(dtype)
+    c0 = torch.randn(2 * L, len(lengths), H).to(dtype)
+
+    def infer():
+        with torch.no_grad():
+            return lstm(packed, (h0, c0))
+
+    calls = lc.lstm_op_calls(infer)
+    assert [name for name, _ in calls] == ["lstmop::lstm"]
+    output, (hn, cn) = infer()
+
+    # _lstm on the padded rows, in the packed (sorted) order of the sequences.
+    T, B = len(packed.batch_sizes), int(packed.batch_sizes[0])
+    valid = [t * B + b for t in range(T) for b in range(int(packed.batch_sizes[t]))]
+    padded = torch.zeros(T * B, I, dtype=dtype)
+    padded[valid] = packed.data
+    order = packed.sorted_indices
+    weights = [w.detach() for w in lstm._flat_weights]
+    expected = torch.ops.lstmop._lstm(padded, [h0[:, order], c0[:, order]], weights, True, L,
+                                      0.0, False, True, batch_sizes=packed.batch_sizes)
+    assert torch.equal(output.data, expected[0][valid])
+    assert torch.equal(hn, expected[1][:, packed.unsorted_indices])
+    assert torch.equal(cn, expected[2][:, packed.unsorted_indices])
+
+    # The training path (saved activations, _lstm on the padded rows) gives the same bits.
+    train_output, (train_hn, train_cn) = lstm(packed, (h0, c0))
+    assert train_output.data.requires_grad
+    assert torch.equal(train_output.data.detach(), output.data)
+    assert torch.equal(train_hn.detach(), hn) and torch.equal(train_cn.detach(), cn)
