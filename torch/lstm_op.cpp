@@ -13,6 +13,12 @@
 // torch.nn.LSTM draws its masks, so the same random state gives the same
 // masks), or one _lstm call for all layers otherwise.
 //
+// A CPU PackedSequence in one call (no dropout between layers) skips the
+// padded layout altogether: the core reads and writes the packed rows
+// (forward_packed_rows; with saved activations through PackedLstmFunction,
+// whose backward does the same for grad_y and dx), bitwise what _lstm and
+// _lstm_backward give on the padded rows.
+//
 // Whether _lstm saves its activations (train=True) is decided at run time, by
 // the Autograd kernel: only when grad mode is on and input, hx or a parameter
 // requires grad; then the result carries _lstm's backward. Otherwise the CPU
@@ -21,6 +27,7 @@
 #include <ATen/ATen.h>
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <c10/util/Exception.h>
+#include <torch/csrc/autograd/custom_function.h>
 #include <torch/library.h>
 
 #include <string>
@@ -102,6 +109,102 @@ Tensor dropout_on(const Tensor& x, double p) {
   return x.is_meta() ? x : at::dropout(x, p, /*train=*/true);  // meta: shapes only
 }
 
+// _lstm's derivative on a PackedSequence's rows (lstmop::lstm with saved
+// activations): the forward and the backward run on the packed input,
+// output, grad_y and dx rows (forward_packed_rows / backward_packed_rows),
+// with the bits of _lstm and _lstm_backward on the padded rows. A backward
+// with create_graph=True (grad mode on inside it) instead takes
+// _lstm_backward's differentiable path on padded copies (its double backward,
+// lstm_autograd.cpp), dx brought back to the packed rows by index_select.
+class PackedLstmFunction : public torch::autograd::Function<PackedLstmFunction> {
+ public:
+  static torch::autograd::variable_list forward(torch::autograd::AutogradContext* ctx,
+                                                const Tensor& input, TensorList hx,
+                                                TensorList params, bool has_biases,
+                                                int64_t num_layers, bool bidirectional,
+                                                const Tensor& batch_sizes,
+                                                const Tensor& valid_rows, int64_t padded_rows) {
+    lstmop_torch::ForwardTuple r;
+    {
+      at::AutoDispatchBelowADInplaceOrView below_autograd;
+      r = lstmop_torch::forward_packed_rows(input, hx, params, has_biases, num_layers,
+                                            bidirectional, batch_sizes, padded_rows,
+                                            /*train=*/true);
+    }
+    torch::autograd::variable_list outputs{std::get<0>(r), std::get<1>(r), std::get<2>(r),
+                                           std::get<3>(r), std::get<4>(r), std::get<5>(r),
+                                           std::get<6>(r), std::get<7>(r), std::get<8>(r),
+                                           std::get<9>(r)};
+    ctx->mark_non_differentiable(
+        torch::autograd::variable_list(outputs.begin() + 3, outputs.end()));
+    ctx->set_materialize_grads(false);
+    // Saved: input, hx..., params..., i j f o h c tanhc, batch_sizes, valid_rows.
+    torch::autograd::variable_list saved{input};
+    saved.insert(saved.end(), hx.begin(), hx.end());
+    saved.insert(saved.end(), params.begin(), params.end());
+    saved.insert(saved.end(), outputs.begin() + 3, outputs.end());
+    saved.push_back(batch_sizes);
+    saved.push_back(valid_rows);
+    ctx->save_for_backward(std::move(saved));
+    ctx->saved_data["hx_count"] = static_cast<int64_t>(hx.size());
+    ctx->saved_data["params_count"] = static_cast<int64_t>(params.size());
+    ctx->saved_data["has_biases"] = has_biases;
+    ctx->saved_data["num_layers"] = num_layers;
+    ctx->saved_data["bidirectional"] = bidirectional;
+    ctx->saved_data["padded_rows"] = padded_rows;
+    return outputs;
+  }
+
+  // One gradient per forward argument, lists flattened: input, hx..., params...,
+  // then none for has_biases, num_layers, bidirectional, batch_sizes,
+  // valid_rows, padded_rows.
+  static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
+                                                 torch::autograd::variable_list grads) {
+    const torch::autograd::variable_list saved = ctx->get_saved_variables();
+    const int64_t hx_count = ctx->saved_data["hx_count"].toInt();
+    const int64_t params_count = ctx->saved_data["params_count"].toInt();
+    const bool has_biases = ctx->saved_data["has_biases"].toBool();
+    const int64_t num_layers = ctx->saved_data["num_layers"].toInt();
+    const bool bidirectional = ctx->saved_data["bidirectional"].toBool();
+    const int64_t padded_rows = ctx->saved_data["padded_rows"].toInt();
+    const Tensor& input = saved[0];
+    const std::vector<Tensor> hx(saved.begin() + 1, saved.begin() + 1 + hx_count);
+    const std::vector<Tensor> params(saved.begin() + 1 + hx_count,
+                                     saved.begin() + 1 + hx_count + params_count);
+    const auto a = saved.begin() + 1 + hx_count + params_count;  // i j f o h c tanhc
+    const Tensor& batch_sizes = saved[saved.size() - 2];
+    const Tensor& valid_rows = saved.back();
+
+    lstmop_torch::BackwardTuple result;
+    if (!at::GradMode::is_enabled()) {
+      result = lstmop_torch::backward_packed_rows(grads[0], grads[1], grads[2], input, hx, params,
+                                                  a[0], a[1], a[2], a[3], a[4], a[5], a[6],
+                                                  has_biases, num_layers, bidirectional,
+                                                  batch_sizes);
+    } else {
+      const auto padded = [&](const Tensor& rows) {
+        return at::zeros({padded_rows, rows.size(1)}, rows.options())
+            .index_copy(0, valid_rows, rows);
+      };
+      result = lstmop_torch::backward_op().call(
+          grads[0].defined() ? padded(grads[0]) : Tensor(), grads[1], grads[2], padded(input), hx,
+          params, a[0], a[1], a[2], a[3], a[4], a[5], a[6], has_biases, num_layers, 0.0, true,
+          bidirectional, false, batch_sizes);
+      std::get<0>(result) = std::get<0>(result).index_select(0, valid_rows);
+    }
+    torch::autograd::variable_list gradients;
+    gradients.reserve(1 + hx_count + params_count + 6);
+    gradients.push_back(std::move(std::get<0>(result)));
+    // dh0, dc0 exist also for an empty hx; they only have somewhere to go when hx was given.
+    for (int64_t k = 0; k < hx_count; ++k) {
+      gradients.push_back(std::move(std::get<1>(result).at(static_cast<size_t>(k))));
+    }
+    for (Tensor& dparam : std::get<2>(result)) gradients.push_back(std::move(dparam));
+    gradients.resize(gradients.size() + 6);
+    return gradients;
+  }
+};
+
 LstmTuple run_lstm(const Tensor& input, TensorList hx, TensorList params, bool has_biases,
                    int64_t num_layers, double dropout, bool training, bool bidirectional,
                    bool batch_first, const c10::optional<Tensor>& batch_sizes,
@@ -124,13 +227,19 @@ LstmTuple run_lstm(const Tensor& input, TensorList hx, TensorList params, bool h
                                         save_activations, bidirectional, batch_first,
                                         op_batch_sizes);
 
-  // Inference on a CPU PackedSequence: the core reads and writes the packed
-  // rows themselves (no padded copy of the input or the output).
-  if (packed && !save_activations && input.device().is_cpu() &&
-      !(training && dropout > 0.0 && num_layers > 1)) {
-    return lstmop_torch::forward_packed_rows(input, hx, params, has_biases, num_layers,
-                                             bidirectional, *batch_sizes,
-                                             layout.steps * layout.batch);
+  // A CPU PackedSequence in one call: the core reads and writes the packed
+  // rows themselves (no padded copies of the input, the output, grad_y, dx).
+  if (packed && input.device().is_cpu() && !(training && dropout > 0.0 && num_layers > 1)) {
+    const int64_t rows = layout.steps * layout.batch;
+    if (!save_activations) {
+      const auto r = lstmop_torch::forward_packed_rows(input, hx, params, has_biases, num_layers,
+                                                       bidirectional, *batch_sizes, rows,
+                                                       /*train=*/false);
+      return LstmTuple(std::get<0>(r), std::get<1>(r), std::get<2>(r));
+    }
+    const auto r = PackedLstmFunction::apply(input, hx, params, has_biases, num_layers,
+                                             bidirectional, *batch_sizes, layout.valid_rows, rows);
+    return LstmTuple(r[0], r[1], r[2]);
   }
   Tensor layer_input = packed ? padded_rows(input, layout) : input;
   Tensor output, hy, cy;

@@ -263,11 +263,9 @@ BackwardTuple lstm_backward_kernel(Memory memory, const Tensor& grad_y, const Te
 
 }  // namespace
 
-std::tuple<Tensor, Tensor, Tensor> forward_packed_rows(const Tensor& input, TensorList hx,
-                                                       TensorList params, bool has_biases,
-                                                       int64_t num_layers, bool bidirectional,
-                                                       const Tensor& batch_sizes,
-                                                       int64_t padded_rows) {
+ForwardTuple forward_packed_rows(const Tensor& input, TensorList hx, TensorList params,
+                                 bool has_biases, int64_t num_layers, bool bidirectional,
+                                 const Tensor& batch_sizes, int64_t padded_rows, bool train) {
   return translating_core_errors([&] {
     const Memory memory = Memory::Cpu;
     const lstmop::TensorView input_view = view_of(input, "input", memory);
@@ -279,31 +277,70 @@ std::tuple<Tensor, Tensor, Tensor> forward_packed_rows(const Tensor& input, Tens
     const lstmop::TensorView padded(nullptr, input_view.dtype,
                                     {padded_rows, input_view.size(1)});
     lstmop::ForwardShapes shapes = lstmop::lstm_forward_shapes(
-        padded, hx_views, params_views, has_biases, num_layers, 0.0, false, bidirectional, false,
+        padded, hx_views, params_views, has_biases, num_layers, 0.0, train, bidirectional, false,
         batch_sizes_v);
     shapes.output[0] = input.size(0);
-    Tensor output = empty_like_shape(shapes.output, input);
-    Tensor hy = empty_like_shape(shapes.hy, input), cy = empty_like_shape(shapes.cy, input);
-    Tensor h = empty_like_shape(shapes.h, input), c = empty_like_shape(shapes.c, input);
-    // i, j, f, o, tanhc: shaped (0) without saved activations.
-    const Tensor i = empty_like_shape(shapes.i, input), j = empty_like_shape(shapes.j, input);
-    const Tensor f = empty_like_shape(shapes.f, input), o = empty_like_shape(shapes.o, input);
-    const Tensor tanhc = empty_like_shape(shapes.tanhc, input);
+    ForwardTuple result(empty_like_shape(shapes.output, input), empty_like_shape(shapes.hy, input),
+                        empty_like_shape(shapes.cy, input), empty_like_shape(shapes.i, input),
+                        empty_like_shape(shapes.j, input), empty_like_shape(shapes.f, input),
+                        empty_like_shape(shapes.o, input), empty_like_shape(shapes.h, input),
+                        empty_like_shape(shapes.c, input), empty_like_shape(shapes.tanhc, input));
     follow_torch_thread_count();
     lstmop::ForwardOutputs out;
-    out.output = view_of(output, "output", memory);
-    out.hy = view_of(hy, "hy", memory);
-    out.cy = view_of(cy, "cy", memory);
-    out.i = view_of(i, "i", memory);
-    out.j = view_of(j, "j", memory);
-    out.f = view_of(f, "f", memory);
-    out.o = view_of(o, "o", memory);
-    out.tanhc = view_of(tanhc, "tanhc", memory);
-    out.h = view_of(h, "h", memory);
-    out.c = view_of(c, "c", memory);
+    out.output = view_of(std::get<0>(result), "output", memory);
+    out.hy = view_of(std::get<1>(result), "hy", memory);
+    out.cy = view_of(std::get<2>(result), "cy", memory);
+    out.i = view_of(std::get<3>(result), "i", memory);
+    out.j = view_of(std::get<4>(result), "j", memory);
+    out.f = view_of(std::get<5>(result), "f", memory);
+    out.o = view_of(std::get<6>(result), "o", memory);
+    out.h = view_of(std::get<7>(result), "h", memory);
+    out.c = view_of(std::get<8>(result), "c", memory);
+    out.tanhc = view_of(std::get<9>(result), "tanhc", memory);
     lstmop::detail::lstm_forward_packed_out(out, input_view, hx_views, params_views, has_biases,
-                                            num_layers, bidirectional, batch_sizes_v);
-    return std::make_tuple(output, hy, cy);
+                                            num_layers, bidirectional, batch_sizes_v, train);
+    return result;
+  });
+}
+
+BackwardTuple backward_packed_rows(const Tensor& grad_y, const Tensor& grad_hy,
+                                   const Tensor& grad_cy, const Tensor& input, TensorList hx,
+                                   TensorList params, const Tensor& i, const Tensor& j,
+                                   const Tensor& f, const Tensor& o, const Tensor& h,
+                                   const Tensor& c, const Tensor& tanhc, bool has_biases,
+                                   int64_t num_layers, bool bidirectional,
+                                   const Tensor& batch_sizes) {
+  return translating_core_errors([&] {
+    const Memory memory = Memory::Cpu;
+    const lstmop::TensorView grad_y_v = view_of(grad_y, "grad_y", memory);
+    const lstmop::TensorView grad_hy_v = view_of(grad_hy, "grad_hy", memory);
+    const lstmop::TensorView grad_cy_v = view_of(grad_cy, "grad_cy", memory);
+    const lstmop::TensorView input_v = view_of(input, "input", memory);
+    const lstmop::TensorList hx_v = views_of(hx, "hx", memory);
+    const lstmop::TensorList params_v = views_of(params, "params", memory);
+    const lstmop::TensorView i_v = view_of(i, "i", memory), j_v = view_of(j, "j", memory);
+    const lstmop::TensorView f_v = view_of(f, "f", memory), o_v = view_of(o, "o", memory);
+    const lstmop::TensorView h_v = view_of(h, "h", memory), c_v = view_of(c, "c", memory);
+    const lstmop::TensorView tanhc_v = view_of(tanhc, "tanhc", memory);
+    const lstmop::TensorView batch_sizes_v = batch_sizes_view(batch_sizes, memory);
+    // dh0, dc0 as the saved h and c have them: (D*L, T, B, .) -> (D*L, B, .).
+    Tensor dx = empty_like_shape(input.sizes().vec(), input);
+    std::vector<Tensor> dhx{empty_like_shape({h.size(0), h.size(2), h.size(3)}, input),
+                            empty_like_shape({c.size(0), c.size(2), c.size(3)}, input)};
+    std::vector<Tensor> dparams;
+    dparams.reserve(params.size());
+    for (const Tensor& p : params) dparams.push_back(empty_like_shape(p.sizes().vec(), input));
+    follow_torch_thread_count();
+    lstmop::BackwardOutputs out;
+    out.dx = view_of(dx, "dx", memory);
+    out.dh0 = view_of(dhx[0], "dh0", memory);
+    out.dc0 = view_of(dhx[1], "dc0", memory);
+    out.dparams = views_of(dparams, "dparams", memory);
+    lstmop::detail::lstm_backward_packed_out(out, grad_y_v, grad_hy_v, grad_cy_v, input_v, hx_v,
+                                             params_v, i_v, j_v, f_v, o_v, h_v, c_v, tanhc_v,
+                                             has_biases, num_layers, bidirectional,
+                                             batch_sizes_v);
+    return BackwardTuple(std::move(dx), std::move(dhx), std::move(dparams));
   });
 }
 

@@ -52,15 +52,22 @@ void check_backward_arguments(const Tensor& grad_y, const Tensor& grad_hy, const
                               bool bidirectional, bool batch_first,
                               const c10::optional<Tensor>& batch_sizes);
 
-// The forward without saved activations on PackedSequence rows (the core's
-// lstm_forward_packed_out, src/api/packed.h): input (N, I), the packed rows;
-// returns output (N, D*R) in the same rows, hy, cy. padded_rows = T*B, the
-// padded shape's rows the arguments were checked on. CPU tensors only.
-std::tuple<Tensor, Tensor, Tensor> forward_packed_rows(const Tensor& input, TensorList hx,
-                                                       TensorList params, bool has_biases,
-                                                       int64_t num_layers, bool bidirectional,
-                                                       const Tensor& batch_sizes,
-                                                       int64_t padded_rows);
+// The forward and backward on PackedSequence rows (the core's
+// lstm_forward_packed_out / lstm_backward_packed_out, src/api/packed.h):
+// input (N, I) and output, grad_y, dx (N, .) are the packed rows; hy, cy, the
+// saved tensors and the other gradients as _lstm / _lstm_backward have them.
+// padded_rows = T*B, the padded shape's rows the arguments were checked on.
+// CPU tensors only; called below autograd.
+ForwardTuple forward_packed_rows(const Tensor& input, TensorList hx, TensorList params,
+                                 bool has_biases, int64_t num_layers, bool bidirectional,
+                                 const Tensor& batch_sizes, int64_t padded_rows, bool train);
+BackwardTuple backward_packed_rows(const Tensor& grad_y, const Tensor& grad_hy,
+                                   const Tensor& grad_cy, const Tensor& input, TensorList hx,
+                                   TensorList params, const Tensor& i, const Tensor& j,
+                                   const Tensor& f, const Tensor& o, const Tensor& h,
+                                   const Tensor& c, const Tensor& tanhc, bool has_biases,
+                                   int64_t num_layers, bool bidirectional,
+                                   const Tensor& batch_sizes);
 
 // True when batch_sizes selects variable-length mode in _lstm's sense: given,
 // defined and non-empty (an empty one means fixed length).

@@ -159,43 +159,88 @@ BackwardResult lstm_backward(const TensorView& grad_y, const TensorView& grad_hy
 
 namespace detail {
 
+namespace {
+
+void require_batch_sizes(const TensorView& batch_sizes) {
+  if (!batch_sizes.defined || batch_sizes.numel() == 0) {
+    throw Error("batch_sizes", "must be given (the steps' batch sizes of the packed rows), got " +
+                                   std::string(batch_sizes.defined ? "an empty tensor"
+                                                                   : "an undefined tensor"));
+  }
+}
+
+// A packed (N, F) tensor seen with the padded (T*B, F) shape the argument
+// checks expect (never read through): T and B from batch_sizes when it can be
+// read; anything else is passed on as it is, and the checks name the argument
+// at fault.
+TensorView padded_proxy(const TensorView& packed, const TensorView& batch_sizes) {
+  const bool readable = batch_sizes.defined && batch_sizes.dtype == DType::Int64 &&
+                        batch_sizes.dim() == 1 && batch_sizes.size(0) >= 1 &&
+                        batch_sizes.data != nullptr && packed.defined && packed.dim() == 2;
+  if (!readable) return packed;
+  const int64_t T = batch_sizes.size(0);
+  const int64_t B = static_cast<const int64_t*>(batch_sizes.data)[0];
+  int64_t rows = 0;
+  if (B < 0 || !mul_ok(T, B, &rows)) return packed;
+  return TensorView(packed.data, packed.dtype, {rows, packed.size(1)});
+}
+
+// A packed argument's shape: (valid rows, features).
+void check_packed_rows(const char* name, const TensorView& v, const LstmProblem& dims,
+                       int64_t features) {
+  if (v.dim() != 2 || v.size(0) != dims.valid_rows() || v.size(1) != features) {
+    throw Error(name, std::string("must be the packed rows (sum of batch_sizes, ") +
+                          (std::string(name) == "input" ? "input_size" : "D*R") + ") = (" +
+                          std::to_string(dims.valid_rows()) + ", " + std::to_string(features) +
+                          "), got " + with_dims(v.sizes));
+  }
+}
+
+}  // namespace
+
 void lstm_forward_packed_out(const ForwardOutputs& out, const TensorView& input,
                              const TensorList& hx, const TensorList& params, bool has_biases,
                              int64_t num_layers, bool bidirectional,
-                             const TensorView& batch_sizes) {
+                             const TensorView& batch_sizes, bool train) {
   translate_bad_alloc([&]() {
-    if (!batch_sizes.defined || batch_sizes.numel() == 0) {
-      throw Error("batch_sizes", "must be given (the steps' batch sizes of the packed rows), got " +
-                                     std::string(batch_sizes.defined ? "an empty tensor"
-                                                                     : "an undefined tensor"));
-    }
-    // The padded (T*B, I) shape the checks see: T and B from batch_sizes when
-    // it can be read (anything else reaches the checks as it is, which then
-    // name the argument at fault).
-    TensorView padded = input;
-    const bool readable = batch_sizes.defined && batch_sizes.dtype == DType::Int64 &&
-                          batch_sizes.dim() == 1 && batch_sizes.size(0) >= 1 &&
-                          batch_sizes.data != nullptr && input.defined && input.dim() == 2;
-    if (readable) {
-      const int64_t T = batch_sizes.size(0);
-      const int64_t B = static_cast<const int64_t*>(batch_sizes.data)[0];
-      int64_t rows = 0;
-      if (B >= 0 && mul_ok(T, B, &rows)) {
-        padded = TensorView(input.data, input.dtype, {rows, input.size(1)});
-      }
-    }
-    LstmProblem dims = check_forward_args(padded, hx, params, has_biases, num_layers, 0.0,
-                                          /*train=*/false, bidirectional, false, batch_sizes,
-                                          /*read_values=*/true);
-    if (input.dim() != 2 || input.size(0) != dims.valid_rows() || input.size(1) != dims.I) {
-      throw Error("input", "must be the packed rows (sum of batch_sizes, input_size) = (" +
-                               std::to_string(dims.valid_rows()) + ", " +
-                               std::to_string(dims.I) + "), got " + with_dims(input.sizes));
-    }
+    require_batch_sizes(batch_sizes);
+    LstmProblem dims = check_forward_args(padded_proxy(input, batch_sizes), hx, params,
+                                          has_biases, num_layers, 0.0, train, bidirectional,
+                                          false, batch_sizes, /*read_values=*/true);
+    check_packed_rows("input", input, dims, dims.I);
     dims.packed_rows = true;
     check_forward_outputs(out, forward_shapes(dims), dims,
                           forward_input_views(input, hx, params, batch_sizes));
     run_lstm_forward(dims, input, hx, params, out);
+  });
+}
+
+void lstm_backward_packed_out(const BackwardOutputs& out, const TensorView& grad_y,
+                              const TensorView& grad_hy, const TensorView& grad_cy,
+                              const TensorView& input, const TensorList& hx,
+                              const TensorList& params, const TensorView& i,
+                              const TensorView& j, const TensorView& f, const TensorView& o,
+                              const TensorView& h, const TensorView& c, const TensorView& tanhc,
+                              bool has_biases, int64_t num_layers, bool bidirectional,
+                              const TensorView& batch_sizes) {
+  translate_bad_alloc([&]() {
+    require_batch_sizes(batch_sizes);
+    const TensorView grad_y_proxy = padded_proxy(grad_y, batch_sizes);
+    const BackwardInputs proxies{&grad_y_proxy, &grad_hy, &grad_cy, &i, &j, &f, &o, &h, &c, &tanhc};
+    LstmProblem dims = check_backward_args(proxies, padded_proxy(input, batch_sizes), hx, params,
+                                           has_biases, num_layers, 0.0, true, bidirectional,
+                                           false, batch_sizes, /*read_values=*/true);
+    check_packed_rows("input", input, dims, dims.I);
+    if (grad_y.defined) check_packed_rows("grad_y", grad_y, dims, dims.D * dims.R);
+    dims.packed_rows = true;
+    const BackwardInputs saved{&grad_y, &grad_hy, &grad_cy, &i, &j, &f, &o, &h, &c, &tanhc};
+    std::vector<const TensorView*> views = forward_input_views(input, hx, params, batch_sizes);
+    for (const TensorView* t : {saved.grad_y, saved.grad_hy, saved.grad_cy, saved.i, saved.j,
+                                saved.f, saved.o, saved.h, saved.c, saved.tanhc}) {
+      views.push_back(t);
+    }
+    check_backward_outputs(out, backward_shapes(dims, input, params), dims, views);
+    run_lstm_backward(dims, saved, input, hx, params, out);
   });
 }
 

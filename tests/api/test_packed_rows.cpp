@@ -7,6 +7,10 @@
 //   directions, projections, with and without hx and biases, all lengths
 //   equal or not, a strided input (rows not contiguous: gathered) and the
 //   contiguous one (read in place).
+// - The backward of a train = true call (lstm_backward_packed_out): dx's
+//   packed rows bitwise the valid rows of lstm_backward_out's dx on the padded
+//   rows, and the same dh0, dc0 and parameter gradients; the forward's saved
+//   tensors bitwise the padded call's.
 // - Bad arguments: an Error naming input (rows that do not match
 //   batch_sizes), params[0] (features that do not match w_ih, as the padded
 //   call names them), out.output (the padded shape instead of the packed one)
@@ -101,6 +105,58 @@ void check_packed_equals_padded(const LstmConfig& cfg, uint64_t seed) {
   }
 }
 
+// Training: the forward with saved activations and the backward, packed
+// against padded.
+void check_packed_training_equals_padded(LstmConfig cfg, uint64_t seed) {
+  cfg.train = true;
+  SCOPED_TRACE(cfg.name() + " (training)");
+  const LstmProblem p = make_problem(cfg, seed);
+  const LstmGrads g = make_grads(p, seed + 1);
+  const ForwardResult padded = run_forward(p);
+  const BackwardResult padded_b = run_backward(p, g, padded);
+  const Tensor input = packed_rows_of(p.input.view(), cfg);
+  const Tensor grad_y = packed_rows_of(g.grad_y.view(), cfg);
+  const int64_t n = input.view().size(0);
+  ForwardResult f;
+  f.output = filled(cfg.dtype, {n, cfg.D() * cfg.R()}, 3.0);
+  f.hy = Tensor::empty(cfg.dtype, padded.hy.view().sizes);
+  f.cy = Tensor::empty(cfg.dtype, padded.cy.view().sizes);
+  for (auto [dst, src] : {std::pair{&f.i, &padded.i}, {&f.j, &padded.j}, {&f.f, &padded.f},
+                          {&f.o, &padded.o}, {&f.h, &padded.h}, {&f.c, &padded.c},
+                          {&f.tanhc, &padded.tanhc}}) {
+    *dst = filled(cfg.dtype, src->view().sizes, 3.0);
+  }
+  lstmop::detail::lstm_forward_packed_out(f.views(), input.view(), p.hx_list(), p.param_list(),
+                                          cfg.has_biases, cfg.L, cfg.bidirectional,
+                                          p.batch_sizes_view(), /*train=*/true);
+  EXPECT_TRUE(bitwise_equal(f.output.view(), packed_rows_of(padded.output.view(), cfg).view()))
+      << "output";
+  const NamedViews a = forward_outputs(f), b = forward_outputs(padded);
+  for (std::size_t k = 1; k < a.size(); ++k) {
+    EXPECT_TRUE(bitwise_equal(a[k].second, b[k].second)) << a[k].first;
+  }
+  BackwardResult r;
+  r.dx = filled(cfg.dtype, {n, cfg.I}, 3.0);
+  r.dhx = {filled(cfg.dtype, padded_b.dhx[0].view().sizes, 3.0),
+           filled(cfg.dtype, padded_b.dhx[1].view().sizes, 3.0)};
+  for (const Tensor& d : padded_b.dparams) r.dparams.push_back(filled(cfg.dtype, d.view().sizes, 3.0));
+  Snapshot before;
+  before.add_problem(p);
+  before.add("packed input", input.view());
+  before.add("packed grad_y", grad_y.view());
+  lstmop::detail::lstm_backward_packed_out(
+      r.views(), grad_y.view(), g.grad_hy.view(), g.grad_cy.view(), input.view(), p.hx_list(),
+      p.param_list(), f.i.view(), f.j.view(), f.f.view(), f.o.view(), f.h.view(), f.c.view(),
+      f.tanhc.view(), cfg.has_biases, cfg.L, cfg.bidirectional, p.batch_sizes_view());
+  EXPECT_TRUE(bitwise_equal(r.dx.view(), packed_rows_of(padded_b.dx.view(), cfg).view()))
+      << "dx";
+  const NamedViews ga = backward_outputs(r), gb = backward_outputs(padded_b);
+  for (std::size_t k = 1; k < ga.size(); ++k) {
+    EXPECT_TRUE(bitwise_equal(ga[k].second, gb[k].second)) << ga[k].first;
+  }
+  EXPECT_TRUE(before.unchanged());
+}
+
 std::vector<LstmConfig> packed_configs(DType dtype) {
   std::vector<LstmConfig> out;
   std::mt19937_64 rng(11);
@@ -133,6 +189,15 @@ TEST(PackedRows, EqualPaddedCallBitwise) {
   }
 }
 
+TEST(PackedRows, TrainingEqualsPaddedCallBitwise) {
+  uint64_t seed = 600;
+  for (DType dtype : {DType::Float32, DType::Float64, DType::BFloat16, DType::Float16}) {
+    for (const LstmConfig& c : packed_configs(dtype)) {
+      check_packed_training_equals_padded(c, seed += 7);
+    }
+  }
+}
+
 TEST(PackedRows, LargerShapesThroughTheFastPaths) {
   // Sizes that take the fused step's prefetching and the split/direction threads.
   LstmConfig c;
@@ -152,6 +217,7 @@ TEST(PackedRows, LargerShapesThroughTheFastPaths) {
       SCOPED_TRACE(std::to_string(threads) + " threads");
       lstmop::set_num_threads(threads);
       check_packed_equals_padded(c, 400);
+      check_packed_training_equals_padded(c, 410);
     }
   }
   lstmop::set_num_threads(1);

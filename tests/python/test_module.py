@@ -396,42 +396,70 @@ def test_forward_mode_ad_is_refused_not_silently_wrong():
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.bfloat16])
-def test_packed_inference_runs_on_the_packed_rows_with_the_padded_results(dtype):
-    """In inference a PackedSequence reaches the core as its packed rows (one lstmop::lstm
-    event, no _lstm call on a padded copy); output, h_n and c_n are bitwise those of _lstm on
-    the padded rows, and those of the training path (which calls _lstm)."""
+def test_packed_sequences_run_on_the_packed_rows_with_the_padded_results(dtype):
+    """A PackedSequence reaches the core as its packed rows, in inference and in training (one
+    lstmop::lstm event, no _lstm call on padded copies); the outputs and every gradient are
+    bitwise those of _lstm and its backward on the padded rows."""
     torch.manual_seed(0)
     L, H, I = 2, 12, 5
     lstm = lstmop.nn.LSTM(I, H, num_layers=L, bidirectional=True).to(dtype)
     lengths = [7, 6, 6, 3, 1]
     pieces = [torch.randn(n, I).to(dtype) for n in lengths]
     packed = pack_sequence(pieces, enforce_sorted=False)
-    h0 = torch.randn(2 * L, len(lengths), H).to(dtype)
-    c0 = torch.randn(2 * L, len(lengths), H).to(dtype)
+    h0 = torch.randn(2 * L, len(lengths), H).to(dtype).requires_grad_()
+    c0 = torch.randn(2 * L, len(lengths), H).to(dtype).requires_grad_()
+    data = packed.data.detach().requires_grad_()
+    inp = torch.nn.utils.rnn.PackedSequence(data, packed.batch_sizes, packed.sorted_indices,
+                                            packed.unsorted_indices)
 
     def infer():
         with torch.no_grad():
-            return lstm(packed, (h0, c0))
+            return lstm(inp, (h0, c0))
 
-    calls = lc.lstm_op_calls(infer)
-    assert [name for name, _ in calls] == ["lstmop::lstm"]
+    assert [name for name, _ in lc.lstm_op_calls(infer)] == ["lstmop::lstm"]
+    assert [name for name, _ in lc.lstm_op_calls(lambda: lstm(inp, (h0, c0)))] == ["lstmop::lstm"]
     output, (hn, cn) = infer()
+    train_output, (train_hn, train_cn) = lstm(inp, (h0, c0))
+    g = torch.Generator().manual_seed(1)
+    weights = [torch.randn(t.shape, generator=g).to(dtype) for t in (output.data, hn, cn)]
+    leaves = [data, h0, c0] + list(lstm.parameters())
+    grads = torch.autograd.grad([train_output.data, train_hn, train_cn], leaves, weights)
 
     # _lstm on the padded rows, in the packed (sorted) order of the sequences.
     T, B = len(packed.batch_sizes), int(packed.batch_sizes[0])
-    valid = [t * B + b for t in range(T) for b in range(int(packed.batch_sizes[t]))]
-    padded = torch.zeros(T * B, I, dtype=dtype)
-    padded[valid] = packed.data
-    order = packed.sorted_indices
-    weights = [w.detach() for w in lstm._flat_weights]
-    expected = torch.ops.lstmop._lstm(padded, [h0[:, order], c0[:, order]], weights, True, L,
-                                      0.0, False, True, batch_sizes=packed.batch_sizes)
-    assert torch.equal(output.data, expected[0][valid])
-    assert torch.equal(hn, expected[1][:, packed.unsorted_indices])
-    assert torch.equal(cn, expected[2][:, packed.unsorted_indices])
+    valid = torch.tensor([t * B + b for t in range(T) for b in range(int(packed.batch_sizes[t]))])
+    padded_data = packed.data.detach().requires_grad_()
+    padded = torch.zeros(T * B, I, dtype=dtype).index_copy(0, valid, padded_data)
+    order, back = packed.sorted_indices, packed.unsorted_indices
+    expected = torch.ops.lstmop._lstm(padded, [h0[:, order], c0[:, order]],
+                                      list(lstm._flat_weights), True, L, 0.0, True, True,
+                                      batch_sizes=packed.batch_sizes)
+    expected_results = (expected[0][valid], expected[1][:, back], expected[2][:, back])
+    for actual, exp in zip((output.data, hn, cn), expected_results):
+        assert torch.equal(actual, exp.detach())
+    for actual, exp in zip((train_output.data, train_hn, train_cn), expected_results):
+        assert torch.equal(actual.detach(), exp.detach())
+    expected_grads = torch.autograd.grad(
+        expected_results, [padded_data, h0, c0] + list(lstm.parameters()), weights)
+    for actual, exp in zip(grads, expected_grads):
+        assert torch.equal(actual, exp)
 
-    # The training path (saved activations, _lstm on the padded rows) gives the same bits.
-    train_output, (train_hn, train_cn) = lstm(packed, (h0, c0))
-    assert train_output.data.requires_grad
-    assert torch.equal(train_output.data.detach(), output.data)
-    assert torch.equal(train_hn.detach(), hn) and torch.equal(train_cn.detach(), cn)
+
+def test_packed_sequence_gradients_are_differentiable_again():
+    """The packed path's backward with create_graph=True goes through _lstm_backward's
+    differentiable path: gradcheck and gradgradcheck hold on the packed data and hx."""
+    torch.manual_seed(0)
+    lstm = lstmop.nn.LSTM(3, 4, num_layers=2, bidirectional=True).double()
+    pieces = [torch.randn(n, 3, dtype=torch.float64) for n in (4, 3, 1)]
+    packed = pack_sequence(pieces, enforce_sorted=False)
+    x = packed.data.detach().requires_grad_()
+    h0 = torch.randn(4, 3, 4, dtype=torch.float64, requires_grad=True)
+
+    def f(x, h0):
+        inp = torch.nn.utils.rnn.PackedSequence(x, packed.batch_sizes, packed.sorted_indices,
+                                                packed.unsorted_indices)
+        output, (hn, cn) = lstm(inp, (h0, torch.zeros_like(h0)))
+        return output.data, hn, cn
+
+    assert torch.autograd.gradcheck(f, (x, h0))
+    assert torch.autograd.gradgradcheck(f, (x, h0))
