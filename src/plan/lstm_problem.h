@@ -28,9 +28,10 @@ struct LstmProblem {
   int64_t L = 0, D = 0;  // layers, directions
   int64_t slots = 0;     // D * L; slot s = l * D + d is layer l, direction d
   bool variable_length = false;  // batch_sizes given and non-empty
-  // Variable length only: the input and the output (and nothing else) are
-  // the compact (valid rows, F) rows themselves, PackedSequence's data
-  // (lstm_forward_packed_out in api/packed.h, inference only).
+  // Variable length only: the tensors in the input's or the output's format
+  // (input, output, grad_y, dx) are the compact (valid rows, F) rows
+  // themselves, PackedSequence's data (api/packed.h); the saved tensors and
+  // the states keep their layouts.
   bool packed_rows = false;
   bool batch_first = false;      // effective: false with variable length
   bool has_biases = false;
