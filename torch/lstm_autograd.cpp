@@ -119,19 +119,8 @@ class LstmFunction : public torch::autograd::Function<LstmFunction> {
         ctx->saved_data["bidirectional"].toBool(), ctx->saved_data["batch_first"].toBool(),
         batch_sizes);
 
-    variable_list gradients;
-    gradients.reserve(1 + hx_count + params_count + 8);
-    gradients.push_back(std::move(std::get<0>(result)));
-    // dh0, dc0 exist also for an empty hx; they only have somewhere to go when hx was given.
-    for (int64_t k = 0; k < hx_count; ++k) {
-      gradients.push_back(std::move(std::get<1>(result).at(static_cast<size_t>(k))));
-    }
-    for (Tensor& dparam : std::get<2>(result)) {
-      gradients.push_back(std::move(dparam));
-    }
     // has_biases, num_layers, dropout, train, bidirectional, batch_first, batch_sizes.
-    gradients.resize(gradients.size() + 7);
-    return gradients;
+    return lstmop_torch::argument_gradients(std::move(result), hx_count, 7);
   }
 };
 

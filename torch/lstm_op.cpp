@@ -192,16 +192,8 @@ class PackedLstmFunction : public torch::autograd::Function<PackedLstmFunction> 
           bidirectional, false, batch_sizes);
       std::get<0>(result) = std::get<0>(result).index_select(0, valid_rows);
     }
-    torch::autograd::variable_list gradients;
-    gradients.reserve(1 + hx_count + params_count + 6);
-    gradients.push_back(std::move(std::get<0>(result)));
-    // dh0, dc0 exist also for an empty hx; they only have somewhere to go when hx was given.
-    for (int64_t k = 0; k < hx_count; ++k) {
-      gradients.push_back(std::move(std::get<1>(result).at(static_cast<size_t>(k))));
-    }
-    for (Tensor& dparam : std::get<2>(result)) gradients.push_back(std::move(dparam));
-    gradients.resize(gradients.size() + 6);
-    return gradients;
+    // has_biases, num_layers, bidirectional, batch_sizes, valid_rows, padded_rows.
+    return lstmop_torch::argument_gradients(std::move(result), hx_count, 6);
   }
 };
 

@@ -169,6 +169,50 @@ auto translating_core_errors(Body&& body) -> decltype(body()) {
   }
 }
 
+// The forward's ten results in `shapes` (large ones from the output block
+// cache, empty_like_shape), and the core's views of them.
+ForwardTuple empty_forward_results(const lstmop::ForwardShapes& shapes, const Tensor& like) {
+  return ForwardTuple(empty_like_shape(shapes.output, like), empty_like_shape(shapes.hy, like),
+                      empty_like_shape(shapes.cy, like), empty_like_shape(shapes.i, like),
+                      empty_like_shape(shapes.j, like), empty_like_shape(shapes.f, like),
+                      empty_like_shape(shapes.o, like), empty_like_shape(shapes.h, like),
+                      empty_like_shape(shapes.c, like), empty_like_shape(shapes.tanhc, like));
+}
+
+lstmop::ForwardOutputs forward_output_views(const ForwardTuple& result, Memory memory) {
+  lstmop::ForwardOutputs out;
+  out.output = view_of(std::get<0>(result), "output", memory);
+  out.hy = view_of(std::get<1>(result), "hy", memory);
+  out.cy = view_of(std::get<2>(result), "cy", memory);
+  out.i = view_of(std::get<3>(result), "i", memory);
+  out.j = view_of(std::get<4>(result), "j", memory);
+  out.f = view_of(std::get<5>(result), "f", memory);
+  out.o = view_of(std::get<6>(result), "o", memory);
+  out.h = view_of(std::get<7>(result), "h", memory);
+  out.c = view_of(std::get<8>(result), "c", memory);
+  out.tanhc = view_of(std::get<9>(result), "tanhc", memory);
+  return out;
+}
+
+// The backward's results (dx, [dh0, dc0], dparams) in `shapes`, and the
+// core's views of them.
+BackwardTuple empty_backward_results(const lstmop::BackwardShapes& shapes, const Tensor& like) {
+  std::vector<Tensor> dhx{empty_like_shape(shapes.dh0, like), empty_like_shape(shapes.dc0, like)};
+  std::vector<Tensor> dparams;
+  dparams.reserve(shapes.dparams.size());
+  for (const auto& shape : shapes.dparams) dparams.push_back(empty_like_shape(shape, like));
+  return BackwardTuple(empty_like_shape(shapes.dx, like), std::move(dhx), std::move(dparams));
+}
+
+lstmop::BackwardOutputs backward_output_views(const BackwardTuple& result, Memory memory) {
+  lstmop::BackwardOutputs out;
+  out.dx = view_of(std::get<0>(result), "dx", memory);
+  out.dh0 = view_of(std::get<1>(result)[0], "dh0", memory);
+  out.dc0 = view_of(std::get<1>(result)[1], "dc0", memory);
+  out.dparams = views_of(std::get<2>(result), "dparams", memory);
+  return out;
+}
+
 ForwardTuple lstm_forward_kernel(Memory memory, const Tensor& input, TensorList hx,
                                  TensorList params, bool has_biases, int64_t num_layers,
                                  double dropout, bool train, bool bidirectional,
@@ -184,25 +228,10 @@ ForwardTuple lstm_forward_kernel(Memory memory, const Tensor& input, TensorList 
     const lstmop::ForwardShapes shapes = lstmop::lstm_forward_shapes(
         input_view, hx_views, params_views, has_biases, num_layers, dropout, train,
         bidirectional, is_batch_first, batch_sizes_v);
-    ForwardTuple result(empty_like_shape(shapes.output, input), empty_like_shape(shapes.hy, input),
-                        empty_like_shape(shapes.cy, input), empty_like_shape(shapes.i, input),
-                        empty_like_shape(shapes.j, input), empty_like_shape(shapes.f, input),
-                        empty_like_shape(shapes.o, input), empty_like_shape(shapes.h, input),
-                        empty_like_shape(shapes.c, input), empty_like_shape(shapes.tanhc, input));
+    ForwardTuple result = empty_forward_results(shapes, input);
     if (memory == Memory::Cpu) {
       follow_torch_thread_count();
-      lstmop::ForwardOutputs out;
-      out.output = view_of(std::get<0>(result), "output", memory);
-      out.hy = view_of(std::get<1>(result), "hy", memory);
-      out.cy = view_of(std::get<2>(result), "cy", memory);
-      out.i = view_of(std::get<3>(result), "i", memory);
-      out.j = view_of(std::get<4>(result), "j", memory);
-      out.f = view_of(std::get<5>(result), "f", memory);
-      out.o = view_of(std::get<6>(result), "o", memory);
-      out.h = view_of(std::get<7>(result), "h", memory);
-      out.c = view_of(std::get<8>(result), "c", memory);
-      out.tanhc = view_of(std::get<9>(result), "tanhc", memory);
-      lstmop::lstm_forward_out(out, input_view, hx_views, params_views, has_biases, num_layers,
+      lstmop::lstm_forward_out(forward_output_views(result, memory), input_view, hx_views, params_views, has_biases, num_layers,
                                dropout, train, bidirectional, is_batch_first, batch_sizes_v);
     }
     return result;
@@ -238,30 +267,33 @@ BackwardTuple lstm_backward_kernel(Memory memory, const Tensor& grad_y, const Te
         grad_y_v, grad_hy_v, grad_cy_v, input_v, hx_v, params_v, i_v, j_v, f_v, o_v, h_v, c_v,
         tanhc_v, has_biases, num_layers, dropout, train, bidirectional, is_batch_first,
         batch_sizes_v);
-    Tensor dx = empty_like_shape(shapes.dx, input);
-    std::vector<Tensor> dhx{empty_like_shape(shapes.dh0, input),
-                            empty_like_shape(shapes.dc0, input)};
-    std::vector<Tensor> dparams;
-    dparams.reserve(shapes.dparams.size());
-    for (const auto& shape : shapes.dparams) {
-      dparams.push_back(empty_like_shape(shape, input));
-    }
+    BackwardTuple result = empty_backward_results(shapes, input);
     if (memory == Memory::Cpu) {
       follow_torch_thread_count();
-      lstmop::BackwardOutputs out;
-      out.dx = view_of(dx, "dx", memory);
-      out.dh0 = view_of(dhx[0], "dh0", memory);
-      out.dc0 = view_of(dhx[1], "dc0", memory);
-      out.dparams = views_of(dparams, "dparams", memory);
-      lstmop::lstm_backward_out(out, grad_y_v, grad_hy_v, grad_cy_v, input_v, hx_v, params_v, i_v,
+      lstmop::lstm_backward_out(backward_output_views(result, memory), grad_y_v, grad_hy_v, grad_cy_v, input_v, hx_v, params_v, i_v,
                                 j_v, f_v, o_v, h_v, c_v, tanhc_v, has_biases, num_layers, dropout,
                                 train, bidirectional, is_batch_first, batch_sizes_v);
     }
-    return BackwardTuple(std::move(dx), std::move(dhx), std::move(dparams));
+    return result;
   });
 }
 
 }  // namespace
+
+std::vector<Tensor> argument_gradients(BackwardTuple result, int64_t hx_count,
+                                       int64_t trailing) {
+  std::vector<Tensor> gradients;
+  gradients.reserve(1 + static_cast<size_t>(hx_count) + std::get<2>(result).size() +
+                    static_cast<size_t>(trailing));
+  gradients.push_back(std::move(std::get<0>(result)));
+  // dh0, dc0 exist also for an empty hx; they only have somewhere to go when hx was given.
+  for (int64_t k = 0; k < hx_count; ++k) {
+    gradients.push_back(std::move(std::get<1>(result).at(static_cast<size_t>(k))));
+  }
+  for (Tensor& dparam : std::get<2>(result)) gradients.push_back(std::move(dparam));
+  gradients.resize(gradients.size() + static_cast<size_t>(trailing));
+  return gradients;
+}
 
 ForwardTuple forward_packed_rows(const Tensor& input, TensorList hx, TensorList params,
                                  bool has_biases, int64_t num_layers, bool bidirectional,
@@ -280,24 +312,9 @@ ForwardTuple forward_packed_rows(const Tensor& input, TensorList hx, TensorList 
         padded, hx_views, params_views, has_biases, num_layers, 0.0, train, bidirectional, false,
         batch_sizes_v);
     shapes.output[0] = input.size(0);
-    ForwardTuple result(empty_like_shape(shapes.output, input), empty_like_shape(shapes.hy, input),
-                        empty_like_shape(shapes.cy, input), empty_like_shape(shapes.i, input),
-                        empty_like_shape(shapes.j, input), empty_like_shape(shapes.f, input),
-                        empty_like_shape(shapes.o, input), empty_like_shape(shapes.h, input),
-                        empty_like_shape(shapes.c, input), empty_like_shape(shapes.tanhc, input));
+    ForwardTuple result = empty_forward_results(shapes, input);
     follow_torch_thread_count();
-    lstmop::ForwardOutputs out;
-    out.output = view_of(std::get<0>(result), "output", memory);
-    out.hy = view_of(std::get<1>(result), "hy", memory);
-    out.cy = view_of(std::get<2>(result), "cy", memory);
-    out.i = view_of(std::get<3>(result), "i", memory);
-    out.j = view_of(std::get<4>(result), "j", memory);
-    out.f = view_of(std::get<5>(result), "f", memory);
-    out.o = view_of(std::get<6>(result), "o", memory);
-    out.h = view_of(std::get<7>(result), "h", memory);
-    out.c = view_of(std::get<8>(result), "c", memory);
-    out.tanhc = view_of(std::get<9>(result), "tanhc", memory);
-    lstmop::detail::lstm_forward_packed_out(out, input_view, hx_views, params_views, has_biases,
+    lstmop::detail::lstm_forward_packed_out(forward_output_views(result, memory), input_view, hx_views, params_views, has_biases,
                                             num_layers, bidirectional, batch_sizes_v, train);
     return result;
   });
@@ -323,24 +340,20 @@ BackwardTuple backward_packed_rows(const Tensor& grad_y, const Tensor& grad_hy,
     const lstmop::TensorView h_v = view_of(h, "h", memory), c_v = view_of(c, "c", memory);
     const lstmop::TensorView tanhc_v = view_of(tanhc, "tanhc", memory);
     const lstmop::TensorView batch_sizes_v = batch_sizes_view(batch_sizes, memory);
-    // dh0, dc0 as the saved h and c have them: (D*L, T, B, .) -> (D*L, B, .).
-    Tensor dx = empty_like_shape(input.sizes().vec(), input);
-    std::vector<Tensor> dhx{empty_like_shape({h.size(0), h.size(2), h.size(3)}, input),
-                            empty_like_shape({c.size(0), c.size(2), c.size(3)}, input)};
-    std::vector<Tensor> dparams;
-    dparams.reserve(params.size());
-    for (const Tensor& p : params) dparams.push_back(empty_like_shape(p.sizes().vec(), input));
+    // dx as the packed input; dh0, dc0 as the saved h and c have them
+    // ((D*L, T, B, .) -> (D*L, B, .)); dparams as params.
+    lstmop::BackwardShapes shapes;
+    shapes.dx = input.sizes().vec();
+    shapes.dh0 = {h.size(0), h.size(2), h.size(3)};
+    shapes.dc0 = {c.size(0), c.size(2), c.size(3)};
+    for (const Tensor& p : params) shapes.dparams.push_back(p.sizes().vec());
+    BackwardTuple result = empty_backward_results(shapes, input);
     follow_torch_thread_count();
-    lstmop::BackwardOutputs out;
-    out.dx = view_of(dx, "dx", memory);
-    out.dh0 = view_of(dhx[0], "dh0", memory);
-    out.dc0 = view_of(dhx[1], "dc0", memory);
-    out.dparams = views_of(dparams, "dparams", memory);
-    lstmop::detail::lstm_backward_packed_out(out, grad_y_v, grad_hy_v, grad_cy_v, input_v, hx_v,
+    lstmop::detail::lstm_backward_packed_out(backward_output_views(result, memory), grad_y_v, grad_hy_v, grad_cy_v, input_v, hx_v,
                                              params_v, i_v, j_v, f_v, o_v, h_v, c_v, tanhc_v,
                                              has_biases, num_layers, bidirectional,
                                              batch_sizes_v);
-    return BackwardTuple(std::move(dx), std::move(dhx), std::move(dparams));
+    return result;
   });
 }
 

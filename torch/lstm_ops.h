@@ -69,6 +69,13 @@ BackwardTuple backward_packed_rows(const Tensor& grad_y, const Tensor& grad_hy,
                                    int64_t num_layers, bool bidirectional,
                                    const Tensor& batch_sizes);
 
+// The results of _lstm_backward (or backward_packed_rows) as the gradients of
+// an autograd Function's arguments, lists flattened: dx, one per hx entry
+// (hx_count: dh0, dc0 when hx was given, none for an empty hx), one per
+// params entry, then `trailing` undefined ones for the arguments that have
+// no gradient.
+std::vector<Tensor> argument_gradients(BackwardTuple result, int64_t hx_count, int64_t trailing);
+
 // True when batch_sizes selects variable-length mode in _lstm's sense: given,
 // defined and non-empty (an empty one means fixed length).
 bool is_variable_length(const c10::optional<Tensor>& batch_sizes);

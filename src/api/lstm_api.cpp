@@ -185,14 +185,13 @@ TensorView padded_proxy(const TensorView& packed, const TensorView& batch_sizes)
   return TensorView(packed.data, packed.dtype, {rows, packed.size(1)});
 }
 
-// A packed argument's shape: (valid rows, features).
+// A packed argument's shape: (valid rows, features), `what` naming the features.
 void check_packed_rows(const char* name, const TensorView& v, const LstmProblem& dims,
-                       int64_t features) {
+                       int64_t features, const char* what) {
   if (v.dim() != 2 || v.size(0) != dims.valid_rows() || v.size(1) != features) {
-    throw Error(name, std::string("must be the packed rows (sum of batch_sizes, ") +
-                          (std::string(name) == "input" ? "input_size" : "D*R") + ") = (" +
-                          std::to_string(dims.valid_rows()) + ", " + std::to_string(features) +
-                          "), got " + with_dims(v.sizes));
+    throw Error(name, std::string("must be the packed rows (sum of batch_sizes, ") + what +
+                          ") = (" + std::to_string(dims.valid_rows()) + ", " +
+                          std::to_string(features) + "), got " + with_dims(v.sizes));
   }
 }
 
@@ -207,7 +206,7 @@ void lstm_forward_packed_out(const ForwardOutputs& out, const TensorView& input,
     LstmProblem dims = check_forward_args(padded_proxy(input, batch_sizes), hx, params,
                                           has_biases, num_layers, 0.0, train, bidirectional,
                                           false, batch_sizes, /*read_values=*/true);
-    check_packed_rows("input", input, dims, dims.I);
+    check_packed_rows("input", input, dims, dims.I, "input_size");
     dims.packed_rows = true;
     check_forward_outputs(out, forward_shapes(dims), dims,
                           forward_input_views(input, hx, params, batch_sizes));
@@ -230,8 +229,8 @@ void lstm_backward_packed_out(const BackwardOutputs& out, const TensorView& grad
     LstmProblem dims = check_backward_args(proxies, padded_proxy(input, batch_sizes), hx, params,
                                            has_biases, num_layers, 0.0, true, bidirectional,
                                            false, batch_sizes, /*read_values=*/true);
-    check_packed_rows("input", input, dims, dims.I);
-    if (grad_y.defined) check_packed_rows("grad_y", grad_y, dims, dims.D * dims.R);
+    check_packed_rows("input", input, dims, dims.I, "input_size");
+    if (grad_y.defined) check_packed_rows("grad_y", grad_y, dims, dims.D * dims.R, "D*R");
     dims.packed_rows = true;
     const BackwardInputs saved{&grad_y, &grad_hy, &grad_cy, &i, &j, &f, &o, &h, &c, &tanhc};
     std::vector<const TensorView*> views = forward_input_views(input, hx, params, batch_sizes);
