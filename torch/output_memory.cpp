@@ -13,11 +13,12 @@ namespace lstmop_torch {
 namespace {
 
 constexpr std::size_t kHugePage = std::size_t{2} << 20;
+constexpr std::size_t kPage = std::size_t{4} << 10;
 
-// Outputs of 8 MiB and more are advised to be backed by transparent huge
-// pages: one page fault per 2 MiB instead of 512 when a block is fresh. A
-// hint only (the kernel's THP mode "madvise" or "always" honours it);
-// LSTMOP_HUGE_PAGES=0 turns it off.
+// Blocks of kHugePageHintMinBytes and more are advised to be backed by
+// transparent huge pages: one page fault per 2 MiB instead of 512 when a
+// block is fresh. A hint only (the kernel's THP mode "madvise" or "always"
+// honours it); LSTMOP_HUGE_PAGES=0 turns it off.
 bool huge_page_hint_enabled() {
   static const bool enabled = [] {
     const char* env = std::getenv("LSTMOP_HUGE_PAGES");
@@ -28,8 +29,9 @@ bool huge_page_hint_enabled() {
 
 class OutputBlocks {
  public:
-  // A block of at least `bytes` (a multiple of kHugePage): a cached one of
-  // up to 1/8 more, else a new one. Sets *size to the block's bytes.
+  // A block of at least `bytes` (a multiple of kPage): a cached one of up to
+  // 1/8 more, else a new one (2 MiB-aligned and advised as huge pages from
+  // kHugePageHintMinBytes on). Sets *size to the block's bytes.
   void* take(std::size_t bytes, std::size_t* size) {
     {
       std::lock_guard<std::mutex> lock(mutex_);
@@ -58,13 +60,14 @@ class OutputBlocks {
       }
       add_live(bytes);
     }
-    void* p = std::aligned_alloc(kHugePage, bytes);
+    const bool huge = bytes >= kHugePageHintMinBytes;
+    void* p = std::aligned_alloc(huge ? kHugePage : kPage, bytes);
     if (p == nullptr) {
       std::lock_guard<std::mutex> lock(mutex_);
       live_ -= bytes;
       TORCH_CHECK(false, "lstmop: not enough memory for an output of ", bytes, " bytes");
     }
-    if (huge_page_hint_enabled()) madvise(p, bytes, MADV_HUGEPAGE);
+    if (huge && huge_page_hint_enabled()) madvise(p, bytes, MADV_HUGEPAGE);
     *size = bytes;
     return p;
   }
@@ -125,7 +128,8 @@ at::Tensor empty_output(const std::vector<int64_t>& shape, const at::Tensor& lik
   for (int64_t s : shape) numel *= s;
   const std::size_t bytes = static_cast<std::size_t>(numel) * like.element_size();
   if (bytes < kCachedOutputMinBytes) return at::empty(shape, options);
-  const std::size_t rounded = (bytes + kHugePage - 1) / kHugePage * kHugePage;
+  const std::size_t unit = bytes >= kHugePageHintMinBytes ? kHugePage : kPage;
+  const std::size_t rounded = (bytes + unit - 1) / unit * unit;
   std::size_t size = 0;
   void* p = blocks().take(rounded, &size);
   return at::from_blob(

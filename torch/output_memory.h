@@ -5,10 +5,16 @@
 // sizes again. From the system allocator each of them is a fresh mapping
 // (glibc maps blocks above 32 MiB directly and unmaps them on free): page
 // faults and the kernel zeroing every page, on every step (S1 training: 5% of
-// the step, bfloat16 B1 more). Outputs of kCachedOutputMinBytes and more
-// therefore come from blocks the outputs of earlier calls returned when they
-// died (same bytes or up to 1/8 more), else from new 2 MiB-aligned blocks
-// advised as transparent huge pages (LSTMOP_HUGE_PAGES=0: no advice).
+// the step, bfloat16 B1 more). Smaller ones fare no better in a loop that
+// holds a call's outputs until the next call returns (`y = lstm(x)` in a
+// loop): glibc grows its heap for the new outputs and, when the old ones die
+// at its top, gives the pages back to the kernel (trimming), so every call
+// faults its outputs in again (T=200 B=8 H=128 inference: about 7% of the
+// call in the kernel). Outputs of kCachedOutputMinBytes and more therefore
+// come from blocks the outputs of earlier calls returned when they died
+// (same bytes or up to 1/8 more), else from new page-aligned blocks; from
+// kHugePageHintMinBytes on, 2 MiB-aligned blocks advised as transparent huge
+// pages (LSTMOP_HUGE_PAGES=0: no advice).
 //
 // The cache keeps returned blocks up to the largest number of bytes such
 // outputs have held at once (so a loop keeps what one step needs, never
@@ -27,7 +33,8 @@
 
 namespace lstmop_torch {
 
-constexpr std::size_t kCachedOutputMinBytes = std::size_t{8} << 20;
+constexpr std::size_t kCachedOutputMinBytes = std::size_t{64} << 10;
+constexpr std::size_t kHugePageHintMinBytes = std::size_t{8} << 20;
 
 // An uninitialised tensor of `shape` with like's dtype and device (contiguous).
 at::Tensor empty_output(const std::vector<int64_t>& shape, const at::Tensor& like);

@@ -38,9 +38,9 @@ def get_fp32_precision():
 
 
 def release_cached_memory():
-    """Frees the memory lstmop keeps for its next calls: the blocks of dead outputs of 8 MiB and
-    more (kept, up to the most such outputs have held at once, so that a training loop's next
-    step reuses them instead of fresh pages) and the calling thread's scratch block."""
+    """Frees the memory lstmop keeps for its next calls: the blocks of dead outputs of 64 KiB and
+    more (kept, up to the most such outputs have held at once, so that a loop's next call reuses
+    them instead of fresh pages) and the calling thread's scratch block."""
     torch.ops.lstmop.release_cached_memory()
 
 
