@@ -27,7 +27,9 @@
 // Copies are skipped where the caller's tensor already has the layout a step
 // reads or writes (sequence_rows.h): the input read in place as x (step 1),
 // the output written in place by the last layer (step 3), float weights with
-// unit column stride packed or multiplied straight from the caller's memory.
+// unit column stride packed or multiplied straight from the caller's memory;
+// a bfloat16 call on bfloat16 products likewise reads the input's bits and
+// writes the last layer's bits in place.
 // bfloat16 with AVX512-BF16 in the projection form: layer 0's input product
 // multiplies the input's and w_ih's bfloat16 values directly (gemm_bf16_nt:
 // the products are exact, accumulation in float, ~2x the float GEMM's rate)
@@ -101,9 +103,16 @@ class ForwardDriver {
     const ThreadPlan& t = plan_.threads;
     // The input read and the last layer's output written in place when they
     // already lie as compact rows of the compute type (sequence_rows.h).
+    // A bfloat16 call on bfloat16 products likewise reads the input's bits
+    // and writes the last layer's bits in place.
     if (!bits_only()) {
       input_in_place_ = compact_rows_in_place<Acc>(p, input, p.I);
       output_in_place_ = compact_rows_in_place<Acc>(p, out.output, p.D * p.R);
+    } else {
+      input_bits_in_place_ = static_cast<const uint16_t*>(
+          compact_rows_in_place_of(p, input, p.I, DType::BFloat16));
+      output_bits_in_place_ = static_cast<uint16_t*>(
+          compact_rows_in_place_of(p, out.output, p.D * p.H, DType::BFloat16));
     }
     arena_.add(x0_, "the input (valid rows, input_size)",
                input_in_place_ != nullptr ? 1 : plan_.input);
@@ -115,10 +124,11 @@ class ForwardDriver {
     }
     if (plan_.bf16_products) {
       arena_.add(x0_bits_, "the input's bfloat16 values (valid rows, input_size)",
-                 plan_.input_bits);
+                 input_bits_in_place_ != nullptr ? 1 : plan_.input_bits);
       for (int64_t k = 0; k < plan_.layer_outputs; ++k) {
+        const bool used = output_bits_in_place_ == nullptr || k < p.L - 1;
         arena_.add(y_bits_[k], "a layer's output's bfloat16 values (valid rows, D*H)",
-                   plan_.layer_output_bits);
+                   used ? plan_.layer_output_bits : 1);
       }
     }
     const int64_t max_in = std::max(p.I, p.D * p.R);
@@ -152,7 +162,10 @@ class ForwardDriver {
 
   void run() {
     const Acc* x0 = input_in_place_;
-    if (bits_only()) {
+    const uint16_t* x0_bits = x0_bits_.data();
+    if (input_bits_in_place_ != nullptr) {
+      x0_bits = input_bits_in_place_;
+    } else if (bits_only()) {
       gather_input_bits();
     } else if (x0 == nullptr) {
       gather_valid_rows<Acc>(p_, input_, p_.I, x0_.data());
@@ -164,15 +177,17 @@ class ForwardDriver {
       for (int64_t e = 0; e < n; ++e) x0_bits_.data()[e] = float_to_bfloat16(x0[e]);
     }
     for (int64_t l = 0; l < p_.L; ++l) {
-      Acc* y = l == p_.L - 1 && output_in_place_ != nullptr ? output_in_place_ : y_[l % 2].data();
+      const bool last = l == p_.L - 1;
+      Acc* y = last && output_in_place_ != nullptr ? output_in_place_ : y_[l % 2].data();
+      uint16_t* y_bits = last && output_bits_in_place_ != nullptr ? output_bits_in_place_
+                                                                  : y_bits_[l % 2].data();
       const Layer<Acc> layer{l == 0 ? x0 : y_[(l - 1) % 2].data(), y,
-                        l == 0 ? x0_bits_.data() : y_bits_[(l - 1) % 2].data(),
-                        y_bits_[l % 2].data()};
+                        l == 0 ? x0_bits : y_bits_[(l - 1) % 2].data(), y_bits};
       run_tasks(p_.D, plan_.threads.direction_threads,
                 [&](int64_t dir) { run_direction(l, dir, layer); });
     }
     if (bits_only()) {
-      scatter_output_bits(y_bits_[(p_.L - 1) % 2].data());
+      if (output_bits_in_place_ == nullptr) scatter_output_bits(y_bits_[(p_.L - 1) % 2].data());
     } else if (output_in_place_ == nullptr) {
       scatter_valid_rows<Acc>(p_, y_[(p_.L - 1) % 2].data(), p_.D * p_.R, out_.output);
     }
@@ -585,6 +600,8 @@ class ForwardDriver {
   const Acc* input_in_place_ = nullptr;  // the input's data, read as x0 (compact rows)
   Acc* output_in_place_ = nullptr;       // the output's data, the last layer's y
   Workspace<uint16_t> x0_bits_, y_bits_[2];  // bf16_products: the products' operands
+  const uint16_t* input_bits_in_place_ = nullptr;  // bits_only: the input's bits, read as x0_bits
+  uint16_t* output_bits_in_place_ = nullptr;       // bits_only: the output's, the last layer's bits
   DirectionWorkspace<Acc> dir_[2];
 };
 

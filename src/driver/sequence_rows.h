@@ -25,21 +25,21 @@ constexpr DType compute_dtype() {
 }
 
 // A tensor in the input's or the output's format (input, grad_y, output, dx)
-// whose rows already lie as the compact (N, features) rows, in the compute
-// type: every sequence T long (no invalid row), features contiguous, rows
+// whose rows already lie as the compact (N, features) rows of elements of
+// `dtype`: every sequence T long (no invalid row), features contiguous, rows
 // consecutive (time-major, or one sequence, or a full batch_sizes input); or
 // a contiguous packed_rows input or output.
 // Its data, to read or write in place instead of gathering or scattering
 // (the same values: a copy skipped); null for any other tensor.
-template <class Acc>
-Acc* compact_rows_in_place(const LstmProblem& p, const TensorView& v, int64_t features) {
-  if (!v.defined || v.data == nullptr || v.dtype != compute_dtype<Acc>() || features <= 0 ||
+inline void* compact_rows_in_place_of(const LstmProblem& p, const TensorView& v,
+                                      int64_t features, DType dtype) {
+  if (!v.defined || v.data == nullptr || v.dtype != dtype || features <= 0 ||
       p.valid_rows() == 0) {
     return nullptr;
   }
   if (p.packed_rows) {  // (N, features): the compact rows when contiguous
     const bool contiguous = v.stride(1) == 1 && (p.valid_rows() == 1 || v.stride(0) == features);
-    return contiguous ? static_cast<Acc*>(v.data) : nullptr;
+    return contiguous ? v.data : nullptr;
   }
   if (p.valid_rows() != p.T * p.B) return nullptr;
   const SequenceLayout l = p.sequence_layout(v);
@@ -47,7 +47,13 @@ Acc* compact_rows_in_place(const LstmProblem& p, const TensorView& v, int64_t fe
       (p.T > 1 && l.t_stride != p.B * features)) {
     return nullptr;
   }
-  return static_cast<Acc*>(v.data);
+  return v.data;
+}
+
+// compact_rows_in_place_of in the compute type.
+template <class Acc>
+Acc* compact_rows_in_place(const LstmProblem& p, const TensorView& v, int64_t features) {
+  return static_cast<Acc*>(compact_rows_in_place_of(p, v, features, compute_dtype<Acc>()));
 }
 
 // dst (N, features) <- the valid rows of a tensor in the input's or the
