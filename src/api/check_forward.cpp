@@ -64,8 +64,11 @@ void check_call_size(const LstmProblem& d) {
     return ok ? r : 0;
   };
   const int64_t limit_elements = call_byte_limit() / 8;
-  const std::string limit_text =
-      log2_bytes(limit_elements) + " (the smaller of 2^44 bytes and twice this machine's RAM + swap)";
+  // Built only for an error: formatting it costs a few microseconds a call.
+  const auto limit_text = [&] {
+    return log2_bytes(limit_elements) +
+           " (the smaller of 2^44 bytes and twice this machine's RAM + swap)";
+  };
   // Weights alone (set by params): params gathered, dparams, dw workspaces:
   // 3 copies of every slot's 4H x (I_l + R + 2) and P x H (w_hr).
   const int64_t R = d.R;
@@ -79,7 +82,7 @@ void check_call_size(const LstmProblem& d) {
          "is too large: the weights of " + std::to_string(d.slots) + " slots with hidden_size = " +
              std::to_string(H) + " and input_size = " + std::to_string(d.I) + " need " +
              (ok ? log2_bytes(weights) : std::string("more than 2^63 bytes")) +
-             " of copies and gradients, more than " + limit_text);
+             " of copies and gradients, more than " + limit_text());
   }
   // Set by the input's T and B: states and their gradients (S, B, H), 12
   // copies; per (t, b) row: output / dx (D*R, I_l), the layer input / output /
@@ -98,7 +101,7 @@ void check_call_size(const LstmProblem& d) {
                     ", hidden_size = " + std::to_string(H) + ", D*L = " + std::to_string(d.slots) +
                     ") needs " +
                     (ok ? log2_bytes(total) : std::string("more than 2^63 bytes")) +
-                    " of outputs and workspace, more than " + limit_text);
+                    " of outputs and workspace, more than " + limit_text());
 }
 
 
