@@ -204,6 +204,19 @@ class BackwardDriver {
   // x_ (N, I_l): the input for layer 0, else the lower layer's saved h (its
   // output); bf16_products: its bfloat16 values too.
   void load_layer_input(int64_t l) {
+    if constexpr (kFloat) {
+      // A bfloat16 input lying as compact rows: the products read its bits
+      // (no float copy; x_ is read only to make x_bits_ in this mode).
+      x_bits_rows_ = x_bits_.data();
+      if (plan_.bf16_products && l == 0) {
+        const void* bits = compact_rows_in_place_of(p_, input_, p_.I, DType::BFloat16);
+        if (bits != nullptr) {
+          x_bits_rows_ = static_cast<const uint16_t*>(bits);
+          x_rows_ = nullptr;
+          return;
+        }
+      }
+    }
     x_rows_ = l == 0 ? input_in_place_ : nullptr;
     if (x_rows_ == nullptr) {
       gather_layer_input(l);
@@ -237,6 +250,22 @@ class BackwardDriver {
     const int64_t G = 4 * p_.H, in_size = p_.slot_input_size[s];
     const TensorView& w_ih = params_[s * p_.params_per_slot];
     const TensorView& w_hh = params_[s * p_.params_per_slot + 1];
+    // bfloat16 products of a bfloat16 weight: run_direction copies its bits;
+    // the float rows (and their transpose) are not read.
+    if (kFloat && plan_.bf16_products && w_ih.dtype == DType::BFloat16) {
+      wi.w_ih_rows = nullptr;
+      wi.ld_ih = in_size;
+    } else {
+      load_input_weight(w_ih, G, in_size, wi, w);
+    }
+    w.w_hh_rows = weight_rows<Acc>(w_hh, G, p_.R, w.w_hh.data(), &w.ld_hh);
+    if (p_.projections()) {
+      gather_weight<Acc>(params_[p_.w_hr_index(s)], p_.P, p_.H, w.w_hr.data());
+    }
+  }
+
+  void load_input_weight(const TensorView& w_ih, int64_t G, int64_t in_size,
+                         DirectionWorkspace<Acc>& wi, DirectionWorkspace<Acc>& w) const {
     // w_ih (4H, in_size) as stored (in place, or gathered).
     Acc* w_ih_copy = plan_.weight_gradients_tn ? wi.w_ih.data() : w.dw_ih.data();
     wi.w_ih_rows = weight_rows<Acc>(w_ih, G, in_size, w_ih_copy, &wi.ld_ih);
@@ -245,10 +274,6 @@ class BackwardDriver {
       // or gathered into dw_ih, free until the weight gradients), transposed
       // (a strided gather is several times slower).
       transpose(G, in_size, wi.w_ih_rows, wi.ld_ih, wi.w_ih.data(), G + kTransposePad);
-    }
-    w.w_hh_rows = weight_rows<Acc>(w_hh, G, p_.R, w.w_hh.data(), &w.ld_hh);
-    if (p_.projections()) {
-      gather_weight<Acc>(params_[p_.w_hr_index(s)], p_.P, p_.H, w.w_hr.data());
     }
   }
 
@@ -411,7 +436,7 @@ class BackwardDriver {
         for (int part = p0; part < p1; ++part) {
           const uint16_t* a = own.d_gates_bits.data() + part * half;
           gemm_bf16_or_float(Transpose::Yes, Transpose::No, half, in_size, N, a, G,
-                             x_bits_.data(), in_size, 0.0f,
+                             x_bits_rows_, in_size, 0.0f,
                              w.dw_ih.data() + part * half * in_size, in_size);
           gemm_bf16_or_float(Transpose::Yes, Transpose::No, half, R, N, a, G,
                              w.h_prev_bits.data(), R, 0.0f, w.dw_hh.data() + part * half * R, R);
@@ -496,9 +521,23 @@ class BackwardDriver {
     if constexpr (kFloat) {
       if (plan_.bf16_products) {
         w.bf16_recurrent.set_b(w.w_hh_rows, w.ld_hh);
-        for (int64_t g = 0; g < G; ++g) {
-          round_to_bfloat16_bits(own.w_ih_rows + g * own.ld_ih, in_size,
-                                 own.w_ih_bits.data() + g * in_size);
+        if (own.w_ih_rows == nullptr) {  // a bfloat16 w_ih: its bits as they are
+          const TensorView& v = params_[s * p_.params_per_slot];
+          const uint16_t* src = static_cast<const uint16_t*>(v.data);
+          uint16_t* dst = own.w_ih_bits.data();
+          for (int64_t g = 0; g < G; ++g) {
+            const uint16_t* row = src + g * v.stride(0);
+            if (v.stride(1) == 1) {
+              std::copy_n(row, in_size, dst + g * in_size);
+            } else {
+              for (int64_t k = 0; k < in_size; ++k) dst[g * in_size + k] = row[k * v.stride(1)];
+            }
+          }
+        } else {
+          for (int64_t g = 0; g < G; ++g) {
+            round_to_bfloat16_bits(own.w_ih_rows + g * own.ld_ih, in_size,
+                                   own.w_ih_bits.data() + g * in_size);
+          }
         }
       } else if (split) {
         for (int part = 0; part < 2; ++part) {
@@ -597,6 +636,7 @@ class BackwardDriver {
   const Acc* grad_y_in_place_ = nullptr;
   Acc* dx_in_place_ = nullptr;
   Workspace<uint16_t> x_bits_;  // bf16_products: x_'s bfloat16 values
+  const uint16_t* x_bits_rows_ = nullptr;  // x_bits_, or a bfloat16 input's bits in place
   DirectionWorkspace<Acc> dir_[2];
 };
 
