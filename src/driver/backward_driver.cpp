@@ -312,30 +312,9 @@ class BackwardDriver {
     const int64_t off = p_.step_offset[t];
     const TensorView* c0 = p_.has_hx ? &hx_[1] : nullptr;
     const TensorView* saved_views[] = {g_.i, g_.j, g_.f, g_.o, g_.tanhc};
-    // A saved tensor already in the compute type with rows of H contiguous
-    // floats is read in place; any other is converted into the step buffer
-    // (the part's columns only).
-    const Acc* in[kSavedCount];
-    for (int k = 0; k < kCPrev; ++k) {
-      const TensorView& v = *saved_views[k];
-      if (v.dtype == compute_dtype<Acc>() && v.stride(3) == 1 && v.stride(2) == H) {
-        in[k] = static_cast<const Acc*>(v.data) + s * v.stride(0) + t * v.stride(1);
-      } else {
-        gather_saved_rows<Acc>(v, s, t, 0, rows, H, w.step[k].data(), u0, u1);
-        in[k] = w.step[k].data();
-      }
-    }
-    // c_prev: the saved c of the previous step, read in place like the others
-    // when that step had every row of this one; else gathered (with c0's rows).
     const TensorView& c = *g_.c;
     const int64_t prev = dir == 0 ? t - 1 : t + 1;
-    if (prev >= 0 && prev < p_.T && p_.step_batch[prev] >= rows &&
-        c.dtype == compute_dtype<Acc>() && c.stride(3) == 1 && c.stride(2) == H) {
-      in[kCPrev] = static_cast<const Acc*>(c.data) + s * c.stride(0) + prev * c.stride(1);
-    } else {
-      gather_previous_state<Acc>(p_, c, c0, s, dir, t, H, w.step[kCPrev].data(), u0, u1);
-      in[kCPrev] = w.step[kCPrev].data();
-    }
+    const bool c_prev_saved = prev >= 0 && prev < p_.T && p_.step_batch[prev] >= rows;
     // The cell's output gradient is dh_state + d_out; with projections dm,
     // which then stands in dh_state's place next to a zero d_out row (ld 0).
     const Acc* d_out = d_out_rows_ + off * DR + dir * R;
@@ -346,9 +325,58 @@ class BackwardDriver {
       d_out = w.zero_row.data();
       ld_out = 0;
     }
-    cell_pass_backward<Acc>(rows, H, u0, u1, in[kI], in[kJ], in[kF], in[kO], in[kTanhc],
-                            in[kCPrev], d_out, ld_out, dh, w.dc_state.data(),
-                            own.d_gates.data() + off * G);
+    const auto rows_of_h = [&](const TensorView& v, DType dtype) {
+      return v.dtype == dtype && v.stride(3) == 1 && v.stride(2) == H;
+    };
+    bool read_bits = false;
+    if constexpr (kFloat) {
+      // bfloat16 saved tensors (c_prev's too) with rows of H contiguous
+      // values: the pass reads their bits, widened (the same values as the
+      // copies below, without them).
+      read_bits = c_prev_saved && rows_of_h(c, DType::BFloat16);
+      for (int k = 0; k < kCPrev; ++k) {
+        read_bits = read_bits && rows_of_h(*saved_views[k], DType::BFloat16);
+      }
+    }
+    if (read_bits) {
+      if constexpr (kFloat) {
+        const uint16_t* b[kSavedCount];
+        for (int k = 0; k < kCPrev; ++k) {
+          const TensorView& v = *saved_views[k];
+          b[k] = static_cast<const uint16_t*>(v.data) + s * v.stride(0) + t * v.stride(1);
+        }
+        b[kCPrev] = static_cast<const uint16_t*>(c.data) + s * c.stride(0) + prev * c.stride(1);
+        cell_pass_backward_bf16(rows, H, u0, u1, b[kI], b[kJ], b[kF], b[kO], b[kTanhc],
+                                b[kCPrev], d_out, ld_out, dh, w.dc_state.data(),
+                                own.d_gates.data() + off * G);
+      }
+    } else {
+      // A saved tensor already in the compute type with rows of H contiguous
+      // floats is read in place; any other is converted into the step buffer
+      // (the part's columns only).
+      const Acc* in[kSavedCount];
+      for (int k = 0; k < kCPrev; ++k) {
+        const TensorView& v = *saved_views[k];
+        if (rows_of_h(v, compute_dtype<Acc>())) {
+          in[k] = static_cast<const Acc*>(v.data) + s * v.stride(0) + t * v.stride(1);
+        } else {
+          gather_saved_rows<Acc>(v, s, t, 0, rows, H, w.step[k].data(), u0, u1);
+          in[k] = w.step[k].data();
+        }
+      }
+      // c_prev: the saved c of the previous step, read in place like the
+      // others when that step had every row of this one; else gathered (with
+      // c0's rows).
+      if (c_prev_saved && rows_of_h(c, compute_dtype<Acc>())) {
+        in[kCPrev] = static_cast<const Acc*>(c.data) + s * c.stride(0) + prev * c.stride(1);
+      } else {
+        gather_previous_state<Acc>(p_, c, c0, s, dir, t, H, w.step[kCPrev].data(), u0, u1);
+        in[kCPrev] = w.step[kCPrev].data();
+      }
+      cell_pass_backward<Acc>(rows, H, u0, u1, in[kI], in[kJ], in[kF], in[kO], in[kTanhc],
+                              in[kCPrev], d_out, ld_out, dh, w.dc_state.data(),
+                              own.d_gates.data() + off * G);
+    }
     if (p_.has_biases) {
       // db += the step's d_gates rows (the part's columns), while they are in
       // cache: per column the steps in the loop's order, rows in order.

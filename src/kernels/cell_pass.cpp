@@ -81,6 +81,20 @@ void cell_pass_backward(int64_t rows, int64_t H, int64_t u_begin, int64_t u_end,
                                   ld_out, dh_state, dc_state, d_gates);
 }
 
+void cell_pass_backward_bf16(int64_t rows, int64_t H, int64_t u_begin, int64_t u_end,
+                             const uint16_t* i, const uint16_t* j, const uint16_t* f,
+                             const uint16_t* o, const uint16_t* tanhc, const uint16_t* c_prev,
+                             const float* d_out, int64_t ld_out, const float* dh_state,
+                             float* dc_state, float* d_gates) {
+  if (kernels::kernel_choice().cell_backward != kernels::Isa::Scalar) {
+    cell_pass_backward_bf16_avx2(rows, H, u_begin, u_end, i, j, f, o, tanhc, c_prev, d_out,
+                                 ld_out, dh_state, dc_state, d_gates);
+    return;
+  }
+  cell_pass_backward_generic<float>(rows, H, u_begin, u_end, i, j, f, o, tanhc, c_prev, d_out,
+                                    ld_out, dh_state, dc_state, d_gates);
+}
+
 // The shipped (compute, storage) pairs.
 template void cell_pass_forward<float, float>(int64_t, int64_t, int64_t, int64_t, const float*,
                                               const float*, float*, float*, float*, int64_t,

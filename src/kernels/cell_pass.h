@@ -62,6 +62,13 @@ void cell_pass_backward(int64_t rows, int64_t H, int64_t u_begin, int64_t u_end,
                         const Acc* j, const Acc* f, const Acc* o, const Acc* tanhc,
                         const Acc* c_prev, const Acc* d_out, int64_t ld_out,
                         const Acc* dh_state, Acc* dc_state, Acc* d_gates);
+// cell_pass_backward<float> on bfloat16 saved tensors (bits, rows of H, read
+// widened): the same bits as on float copies of them, without the copies.
+void cell_pass_backward_bf16(int64_t rows, int64_t H, int64_t u_begin, int64_t u_end,
+                             const uint16_t* i, const uint16_t* j, const uint16_t* f,
+                             const uint16_t* o, const uint16_t* tanhc, const uint16_t* c_prev,
+                             const float* d_out, int64_t ld_out, const float* dh_state,
+                             float* dc_state, float* d_gates);
 
 }  // namespace detail
 }  // namespace lstmop

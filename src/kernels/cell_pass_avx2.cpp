@@ -36,8 +36,17 @@ void cell_pass_backward_avx2(int64_t rows, int64_t H, int64_t u_begin, int64_t u
                              const float* tanhc, const float* c_prev, const float* d_out,
                              int64_t ld_out, const float* dh_state, float* dc_state,
                              float* d_gates) {
-  cell_simd::cell_backward<Avx2>(rows, H, u_begin, u_end, i, j, f, o, tanhc, c_prev, d_out,
-                                 ld_out, dh_state, dc_state, d_gates);
+  cell_simd::cell_backward<Avx2, float>(rows, H, u_begin, u_end, i, j, f, o, tanhc, c_prev,
+                                        d_out, ld_out, dh_state, dc_state, d_gates);
+}
+
+void cell_pass_backward_bf16_avx2(int64_t rows, int64_t H, int64_t u_begin, int64_t u_end,
+                                  const uint16_t* i, const uint16_t* j, const uint16_t* f,
+                                  const uint16_t* o, const uint16_t* tanhc,
+                                  const uint16_t* c_prev, const float* d_out, int64_t ld_out,
+                                  const float* dh_state, float* dc_state, float* d_gates) {
+  cell_simd::cell_backward<Avx2, uint16_t>(rows, H, u_begin, u_end, i, j, f, o, tanhc, c_prev,
+                                           d_out, ld_out, dh_state, dc_state, d_gates);
 }
 
 void sigmoid_avx2(int64_t n, const float* x, float* y) {

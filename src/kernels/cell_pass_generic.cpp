@@ -52,9 +52,14 @@ void cell_pass_forward_generic(int64_t rows, int64_t H, int64_t u_begin, int64_t
 }
 
 template <class Acc>
+inline Acc saved_value(Acc v) { return v; }
+template <class Acc>
+inline Acc saved_value(uint16_t bits) { return static_cast<Acc>(bfloat16_to_float(bits)); }
+
+template <class Acc, class S>
 void cell_pass_backward_generic(int64_t rows, int64_t H, int64_t u_begin, int64_t u_end,
-                                const Acc* i, const Acc* j, const Acc* f, const Acc* o,
-                                const Acc* tanhc, const Acc* c_prev, const Acc* d_out,
+                                const S* i, const S* j, const S* f, const S* o,
+                                const S* tanhc, const S* c_prev, const Acc* d_out,
                                 int64_t ld_out, const Acc* dh_state, Acc* dc_state,
                                 Acc* d_gates) {
   const int64_t G = 4 * H;
@@ -64,11 +69,13 @@ void cell_pass_backward_generic(int64_t rows, int64_t H, int64_t u_begin, int64_
     Acc* dg = d_gates + r * G;
     for (int64_t k = u_begin; k < u_end; ++k) {
       const int64_t e = e0 + k;
-      const Acc gi = i[e], gj = j[e], gf = f[e], go = o[e], tc = tanhc[e];
+      const Acc gi = saved_value<Acc>(i[e]), gj = saved_value<Acc>(j[e]);
+      const Acc gf = saved_value<Acc>(f[e]), go = saved_value<Acc>(o[e]);
+      const Acc tc = saved_value<Acc>(tanhc[e]);
       const Acc dh = dh_state[e] + dy[k];
       const Acc dc = dc_state[e] + dh * go * (Acc(1) - tc * tc);
       dg[k] = dc * gj * gi * (Acc(1) - gi);
-      dg[H + k] = dc * c_prev[e] * gf * (Acc(1) - gf);
+      dg[H + k] = dc * saved_value<Acc>(c_prev[e]) * gf * (Acc(1) - gf);
       dg[2 * H + k] = dc * gi * (Acc(1) - gj * gj);
       dg[3 * H + k] = dh * tc * go * (Acc(1) - go);
       dc_state[e] = dc * gf;
@@ -99,6 +106,11 @@ template void cell_pass_forward_generic<double, double>(int64_t, int64_t, int64_
 template void cell_pass_backward_generic<float>(int64_t, int64_t, int64_t, int64_t, const float*,
                                                 const float*, const float*, const float*,
                                                 const float*, const float*, const float*,
+                                                int64_t, const float*, float*, float*);
+template void cell_pass_backward_generic<float>(int64_t, int64_t, int64_t, int64_t,
+                                                const uint16_t*, const uint16_t*,
+                                                const uint16_t*, const uint16_t*,
+                                                const uint16_t*, const uint16_t*, const float*,
                                                 int64_t, const float*, float*, float*);
 template void cell_pass_backward_generic<double>(int64_t, int64_t, int64_t, int64_t,
                                                  const double*, const double*, const double*,

@@ -40,10 +40,11 @@ template <class Acc, class Storage>
 void cell_pass_forward_generic(int64_t rows, int64_t H, int64_t u_begin, int64_t u_end,
                                const Acc* gates, const Acc* bias, Acc* c_state, Acc* h_state,
                                Acc* layer_out, int64_t ld_out, const StepSaved<Storage>* saved);
-template <class Acc>
+// S: Acc, or uint16_t (Acc float) for bfloat16 saved tensors, read widened.
+template <class Acc, class S>
 void cell_pass_backward_generic(int64_t rows, int64_t H, int64_t u_begin, int64_t u_end,
-                                const Acc* i, const Acc* j, const Acc* f, const Acc* o,
-                                const Acc* tanhc, const Acc* c_prev, const Acc* d_out,
+                                const S* i, const S* j, const S* f, const S* o,
+                                const S* tanhc, const S* c_prev, const Acc* d_out,
                                 int64_t ld_out, const Acc* dh_state, Acc* dc_state,
                                 Acc* d_gates);
 // y = tanh(x) for n values (std::tanh).
@@ -60,6 +61,11 @@ void cell_pass_backward_avx2(int64_t rows, int64_t H, int64_t u_begin, int64_t u
                              const float* tanhc, const float* c_prev, const float* d_out,
                              int64_t ld_out, const float* dh_state, float* dc_state,
                              float* d_gates);
+void cell_pass_backward_bf16_avx2(int64_t rows, int64_t H, int64_t u_begin, int64_t u_end,
+                                  const uint16_t* i, const uint16_t* j, const uint16_t* f,
+                                  const uint16_t* o, const uint16_t* tanhc,
+                                  const uint16_t* c_prev, const float* d_out, int64_t ld_out,
+                                  const float* dh_state, float* dc_state, float* d_gates);
 // Element-wise activations of n floats (the carried tanhc; accuracy tests).
 void sigmoid_avx2(int64_t n, const float* x, float* y);
 void tanh_avx2(int64_t n, const float* x, float* y);

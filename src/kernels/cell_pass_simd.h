@@ -193,24 +193,49 @@ LSTMOP_CELL_TARGET void cell_forward(int64_t rows, int64_t H, int64_t u_begin, i
   }
 }
 
+// A saved tensor's vector: floats, or bfloat16 bits (uint16_t) widened to
+// floats, exactly (the tail through a zero-filled copy).
 template <class V, bool kFull>
+LSTMOP_CELL_TARGET inline typename V::reg load_saved(const typename V::Tail& m, int64_t count,
+                                                     const float* p) {
+  (void)count;
+  return load<V, kFull>(m, p);
+}
+template <class V, bool kFull>
+LSTMOP_CELL_TARGET inline typename V::reg load_saved(const typename V::Tail& m, int64_t count,
+                                                     const uint16_t* p) {
+  (void)m;
+  if constexpr (kFull) {
+    (void)count;
+    return V::load_bfloat16(p);
+  } else {
+    uint16_t tmp[V::kLanes] = {};
+    for (int64_t e = 0; e < count; ++e) tmp[e] = p[e];
+    return V::load_bfloat16(tmp);
+  }
+}
+
+// S: float, or uint16_t for bfloat16 saved tensors (the same arithmetic on
+// the widened values, so the same bits as on a float copy of them).
+template <class V, bool kFull, class S>
 LSTMOP_CELL_TARGET inline void backward_block(int64_t H, int64_t k, int64_t count, int64_t e,
-                                              const float* i, const float* j, const float* f,
-                                              const float* o, const float* tanhc,
-                                              const float* c_prev, const float* dy,
+                                              const S* i, const S* j, const S* f, const S* o,
+                                              const S* tanhc, const S* c_prev, const float* dy,
                                               const float* dh_state, float* dc_state,
                                               float* dg) {
   const auto one = V::set1(1.0f);
   const typename V::Tail m = V::tail(count);
-  const auto gi = load<V, kFull>(m, i + e), gj = load<V, kFull>(m, j + e);
-  const auto gf = load<V, kFull>(m, f + e), go = load<V, kFull>(m, o + e);
-  const auto tc = load<V, kFull>(m, tanhc + e);
+  const auto gi = load_saved<V, kFull>(m, count, i + e);
+  const auto gj = load_saved<V, kFull>(m, count, j + e);
+  const auto gf = load_saved<V, kFull>(m, count, f + e);
+  const auto go = load_saved<V, kFull>(m, count, o + e);
+  const auto tc = load_saved<V, kFull>(m, count, tanhc + e);
   const auto dh = V::add(load<V, kFull>(m, dh_state + e), load<V, kFull>(m, dy + k));
   const auto dc = V::add(load<V, kFull>(m, dc_state + e),
                          V::mul(V::mul(dh, go), V::sub(one, V::mul(tc, tc))));
   const auto d_i = V::mul(V::mul(V::mul(dc, gj), gi), V::sub(one, gi));
   const auto d_f =
-      V::mul(V::mul(V::mul(dc, load<V, kFull>(m, c_prev + e)), gf), V::sub(one, gf));
+      V::mul(V::mul(V::mul(dc, load_saved<V, kFull>(m, count, c_prev + e)), gf), V::sub(one, gf));
   const auto d_g = V::mul(V::mul(dc, gi), V::sub(one, V::mul(gj, gj)));
   const auto d_o = V::mul(V::mul(V::mul(dh, tc), go), V::sub(one, go));
   store<V, kFull>(m, dg + k, d_i);
@@ -220,24 +245,24 @@ LSTMOP_CELL_TARGET inline void backward_block(int64_t H, int64_t k, int64_t coun
   store<V, kFull>(m, dc_state + e, V::mul(dc, gf));
 }
 
-template <class V>
+template <class V, class S>
 LSTMOP_CELL_TARGET void cell_backward(int64_t rows, int64_t H, int64_t u_begin, int64_t u_end,
-                                      const float* i, const float* j, const float* f,
-                                      const float* o, const float* tanhc, const float* c_prev,
-                                      const float* d_out, int64_t ld_out, const float* dh_state,
-                                      float* dc_state, float* d_gates) {
+                                      const S* i, const S* j, const S* f, const S* o,
+                                      const S* tanhc, const S* c_prev, const float* d_out,
+                                      int64_t ld_out, const float* dh_state, float* dc_state,
+                                      float* d_gates) {
   const int64_t G = 4 * H;
   for (int64_t r = 0; r < rows; ++r) {
     const float* dy = d_out + r * ld_out;
     float* dg = d_gates + r * G;
     int64_t k = u_begin;
     for (; k + V::kLanes <= u_end; k += V::kLanes) {
-      backward_block<V, true>(H, k, V::kLanes, r * H + k, i, j, f, o, tanhc, c_prev, dy,
-                              dh_state, dc_state, dg);
+      backward_block<V, true, S>(H, k, V::kLanes, r * H + k, i, j, f, o, tanhc, c_prev, dy,
+                                 dh_state, dc_state, dg);
     }
     if (k < u_end) {
-      backward_block<V, false>(H, k, u_end - k, r * H + k, i, j, f, o, tanhc, c_prev, dy,
-                               dh_state, dc_state, dg);
+      backward_block<V, false, S>(H, k, u_end - k, r * H + k, i, j, f, o, tanhc, c_prev, dy,
+                                  dh_state, dc_state, dg);
     }
   }
 }

@@ -19,7 +19,9 @@
 //   bfloat16 / float16 value (ties to even, NaN stays NaN, float16 overflow
 //   to infinity), returned as floats;
 //   store_bfloat16(uint16_t* p, v), store_half(uint16_t* p, v) for a full
-//   vector of values (tensor.h's conversions lane by lane).
+//   vector of values (tensor.h's conversions lane by lane);
+//   load_bfloat16(const uint16_t* p): a full vector of bfloat16 bits widened
+//   to floats (exact; AVX2 only: the backward cell pass's saved tensors).
 //
 // Every member carries LSTMOP_TARGET_AVX2: only code running where
 // kernel_choice() (cpu_features.h) picked AVX2 may call them.
@@ -93,6 +95,11 @@ struct Avx2 {
     const __m256i packed = _mm256_packus_epi32(bits, bits);
     _mm_storeu_si128(reinterpret_cast<__m128i*>(p),
                      _mm256_castsi256_si128(_mm256_permute4x64_epi64(packed, 0x08)));
+  }
+
+  LSTMOP_TARGET_AVX2 static reg load_bfloat16(const uint16_t* p) {
+    const __m256i x = _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+    return _mm256_castsi256_ps(_mm256_slli_epi32(x, 16));
   }
 
   // float_to_bfloat16 of tensor.h per lane, kept as a float (low 16 bits 0).

@@ -534,6 +534,57 @@ TEST(CellPassBackward, Avx2GivesTheGenericBits) {
   }
 }
 
+// bfloat16 saved tensors read as bits (cell_pass_backward_bf16's bodies): the
+// bits of the float pass on float copies of the widened values, in the
+// generic body and in AVX2's, full vectors, partial last vectors and unit
+// ranges. A body that widened a lane wrongly, or read the wrong element,
+// changes some d_gates or dc.
+void check_bf16_saved_body(Isa isa) {
+  unsigned seed = 701;
+  for (int64_t H : {1, 7, 8, 9, 17, 33, 200}) {
+    for (auto [u0, u1] : {std::pair<int64_t, int64_t>{0, H}, {H / 32 * 16, H}}) {
+      SCOPED_TRACE(std::string(kernels::isa_name(isa)) + " H " + std::to_string(H) +
+                   " units [" + std::to_string(u0) + ", " + std::to_string(u1) + ")");
+      BackwardCase<float> k = backward_case<float>(3, H, u0, u1, seed += 10);
+      std::vector<uint16_t> bits[6];
+      std::vector<float>* saved[6] = {&k.i, &k.j, &k.f, &k.o, &k.tanhc, &k.c_prev};
+      for (int q = 0; q < 6; ++q) {
+        for (float& v : *saved[q]) {
+          bits[q].push_back(float_to_bfloat16(v));
+          v = bfloat16_to_float(bits[q].back());  // the float copy holds the widened value
+        }
+      }
+      const auto expected = run_backward<float>(isa, k);
+      std::vector<float> d_gates(static_cast<std::size_t>(k.rows * 4 * k.H), 7.0f);
+      std::vector<float> dc = k.dc_state0;
+      if (isa == Isa::Avx2) {
+        cell_pass_backward_bf16_avx2(k.rows, k.H, k.u0, k.u1, bits[0].data(), bits[1].data(),
+                                     bits[2].data(), bits[3].data(), bits[4].data(),
+                                     bits[5].data(), k.d_out.data(), 2 * k.H,
+                                     k.dh_state.data(), dc.data(), d_gates.data());
+      } else {
+        cell_pass_backward_generic<float>(k.rows, k.H, k.u0, k.u1, bits[0].data(),
+                                          bits[1].data(), bits[2].data(), bits[3].data(),
+                                          bits[4].data(), bits[5].data(), k.d_out.data(),
+                                          2 * k.H, k.dh_state.data(), dc.data(),
+                                          d_gates.data());
+      }
+      ASSERT_EQ(d_gates.size(), expected.first.size());
+      EXPECT_EQ(std::memcmp(d_gates.data(), expected.first.data(), d_gates.size() * 4), 0);
+      EXPECT_EQ(std::memcmp(dc.data(), expected.second.data(), dc.size() * 4), 0);
+    }
+  }
+}
+
+TEST(CellPassBackward, GenericOnBfloat16SavedGivesTheFloatCopiesBits) {
+  check_bf16_saved_body(Isa::Scalar);
+}
+
+TEST(CellPassBackward, Avx2OnBfloat16SavedGivesTheFloatCopiesBits) {
+  if (!isa_supported(Isa::Avx2)) GTEST_SKIP() << "needs AVX2 + FMA, which this CPU lacks";
+  check_bf16_saved_body(Isa::Avx2);
+}
+
 // ---------------------------------------------------------------------------
 // The vector activations
 // ---------------------------------------------------------------------------
