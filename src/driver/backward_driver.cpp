@@ -577,12 +577,28 @@ class BackwardDriver {
       if (p_.projections()) w.output_projection.set_b(w.w_hr.data(), H);
     }
     if (p_.projections()) std::fill(w.zero_row.data(), w.zero_row.data() + H, Acc(0));
-    for (int64_t step = 0; step < p_.T; ++step) {
-      gather_previous_state<Acc>(p_, *g_.h, h0, s, dir, step, R, w.h_prev.data() + p_.step_offset[step] * R, 0, R);
-    }
+    // bfloat16 products on a bfloat16 call's saved h (and hx): the bits as
+    // they are, no float copy (h_prev is read only to make its bits then).
+    const bool h_prev_bits_only = kFloat && plan_.bf16_products &&
+                                  g_.h->dtype == DType::BFloat16 &&
+                                  (h0 == nullptr || !h0->defined || h0->dtype == DType::BFloat16);
     if constexpr (kFloat) {
-      if (plan_.bf16_products) {
-        round_to_bfloat16_bits(w.h_prev.data(), N * R, w.h_prev_bits.data());
+      if (h_prev_bits_only) {
+        for (int64_t step = 0; step < p_.T; ++step) {
+          gather_previous_state_bits(p_, *g_.h, h0, s, dir, step, R,
+                                     w.h_prev_bits.data() + p_.step_offset[step] * R);
+        }
+      }
+    }
+    if (!h_prev_bits_only) {
+      for (int64_t step = 0; step < p_.T; ++step) {
+        gather_previous_state<Acc>(p_, *g_.h, h0, s, dir, step, R,
+                                   w.h_prev.data() + p_.step_offset[step] * R, 0, R);
+      }
+      if constexpr (kFloat) {
+        if (plan_.bf16_products) {
+          round_to_bfloat16_bits(w.h_prev.data(), N * R, w.h_prev_bits.data());
+        }
       }
     }
     gather_slot_rows<Acc>(g_.grad_hy, s, 0, p_.B, R, w.dh_state.data(), 0, R);

@@ -168,5 +168,44 @@ void gather_previous_state(const LstmProblem& p, const TensorView& saved,
   }
 }
 
+// gather_previous_state of a bfloat16 call's h as bits: the saved h's and
+// hx's bits copied as they are (what widening and rounding back gives them),
+// zeros (+0) where hx is absent. saved, and initial when defined, are
+// bfloat16 views. All width columns.
+inline void gather_previous_state_bits(const LstmProblem& p, const TensorView& saved,
+                                       const TensorView* initial, int64_t s, int64_t dir,
+                                       int64_t t, int64_t width, uint16_t* dst) {
+  const int64_t rows = p.step_batch[t];
+  const int64_t prev = dir == 0 ? t - 1 : t + 1;
+  const int64_t from_saved =
+      prev < 0 || prev >= p.T ? 0 : std::min(p.step_batch[prev], p.step_batch[t]);
+  const auto copy_rows = [&](const uint16_t* src, int64_t count, int64_t row_stride,
+                             int64_t col_stride, uint16_t* out) {
+    for (int64_t r = 0; r < count; ++r) {
+      const uint16_t* row = src + r * row_stride;
+      if (col_stride == 1) {
+        std::copy_n(row, width, out + r * width);
+      } else {
+        for (int64_t k = 0; k < width; ++k) out[r * width + k] = row[k * col_stride];
+      }
+    }
+  };
+  if (from_saved > 0) {
+    copy_rows(static_cast<const uint16_t*>(saved.data) + s * saved.stride(0) +
+                  prev * saved.stride(1),
+              from_saved, saved.stride(2), saved.stride(3), dst);
+  }
+  if (rows > from_saved) {
+    uint16_t* out = dst + from_saved * width;
+    if (initial == nullptr || !initial->defined) {
+      std::fill(out, out + (rows - from_saved) * width, uint16_t{0});
+    } else {
+      copy_rows(static_cast<const uint16_t*>(initial->data) + s * initial->stride(0) +
+                    from_saved * initial->stride(1),
+                rows - from_saved, initial->stride(1), initial->stride(2), out);
+    }
+  }
+}
+
 }  // namespace detail
 }  // namespace lstmop
