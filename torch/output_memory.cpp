@@ -14,6 +14,8 @@ namespace {
 
 constexpr std::size_t kHugePage = std::size_t{2} << 20;
 constexpr std::size_t kPage = std::size_t{4} << 10;
+constexpr std::size_t kSmallBlocksMaxBytes = std::size_t{256} << 20;
+constexpr std::size_t kSmallBlocksMaxCount = 256;
 
 // Blocks of kHugePageHintMinBytes and more are advised to be backed by
 // transparent huge pages: one page fault per 2 MiB instead of 512 when a
@@ -45,7 +47,7 @@ class OutputBlocks {
       if (best < free_.size()) {
         const Block block = free_[best];
         free_.erase(free_.begin() + static_cast<std::ptrdiff_t>(best));
-        cached_ -= block.bytes;
+        uncount(block.bytes);
         add_live(block.bytes);
         *size = block.bytes;
         return block.ptr;
@@ -55,7 +57,7 @@ class OutputBlocks {
       const std::size_t bound = std::max(peak_, live_ + bytes);
       while (!free_.empty() && cached_ + live_ + bytes > bound) {
         std::free(free_.front().ptr);
-        cached_ -= free_.front().bytes;
+        uncount(free_.front().bytes);
         free_.erase(free_.begin());
       }
       add_live(bytes);
@@ -73,13 +75,25 @@ class OutputBlocks {
   }
 
   // An output's block, back from its tensor: kept while cached bytes stay
-  // within the most ever live at once, else freed.
+  // within the most ever live at once, else freed. Blocks below
+  // kHugePageHintMinBytes also within kSmallBlocksMaxBytes and
+  // kSmallBlocksMaxCount all together: a caller that once held thousands of
+  // such outputs at once (a list of an evaluation's results) gets that memory
+  // back when they die, as from the system allocator, instead of the cache
+  // keeping it; a loop's few outputs a call fit many times over.
   void give_back(void* p, std::size_t bytes) {
     std::lock_guard<std::mutex> lock(mutex_);
     live_ -= bytes;
-    if (cached_ + bytes <= peak_) {
+    const bool small = bytes < kHugePageHintMinBytes;
+    const bool room = !small || (small_bytes_ + bytes <= kSmallBlocksMaxBytes &&
+                                 small_count_ < kSmallBlocksMaxCount);
+    if (cached_ + bytes <= peak_ && room) {
       free_.push_back(Block{p, bytes});
       cached_ += bytes;
+      if (small) {
+        small_bytes_ += bytes;
+        ++small_count_;
+      }
     } else {
       std::free(p);
     }
@@ -89,7 +103,7 @@ class OutputBlocks {
     std::lock_guard<std::mutex> lock(mutex_);
     for (const Block& b : free_) std::free(b.ptr);
     free_.clear();
-    cached_ = 0;
+    cached_ = small_bytes_ = small_count_ = 0;
     peak_ = live_;
   }
 
@@ -107,10 +121,19 @@ class OutputBlocks {
     live_ += bytes;
     peak_ = std::max(peak_, live_);
   }
+  // A cached block leaves the cache (taken or freed).
+  void uncount(std::size_t bytes) {
+    cached_ -= bytes;
+    if (bytes < kHugePageHintMinBytes) {
+      small_bytes_ -= bytes;
+      --small_count_;
+    }
+  }
 
   std::mutex mutex_;
   std::vector<Block> free_;  // oldest first
   std::size_t cached_ = 0, live_ = 0, peak_ = 0;
+  std::size_t small_bytes_ = 0, small_count_ = 0;  // cached blocks below kHugePageHintMinBytes
 };
 
 // Never destroyed: outputs may die after static destructors have run.

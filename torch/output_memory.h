@@ -18,7 +18,9 @@
 //
 // The cache keeps returned blocks up to the largest number of bytes such
 // outputs have held at once (so a loop keeps what one step needs, never
-// more); release_output_memory() frees them (Python:
+// more), and of blocks below kHugePageHintMinBytes at most 256 and 256 MiB
+// (a caller that once held thousands of outputs at once gets that memory
+// back when they die); release_output_memory() frees them (Python:
 // lstmop.release_cached_memory()). Outputs are ordinary CPU tensors whose
 // storage cannot grow in place (resize_ to more bytes than they had raises,
 // as for torch.from_numpy's); their values are never read before the core

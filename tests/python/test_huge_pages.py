@@ -148,3 +148,23 @@ def test_a_loop_holding_the_previous_output_does_not_fault_it_in_again():
     print(f"page faults of 20 calls holding the previous output: {counts['faults']} "
           f"(an output spans {counts['pages']} pages)")
     assert counts["faults"] < counts["pages"]
+
+
+def test_many_small_outputs_held_at_once_are_not_all_kept():
+    # 300 inference outputs of 100 KiB (below the 8 MiB hint threshold) alive at once, then all
+    # dead: the cache keeps at most 256 such blocks (and 256 MiB of them), the rest goes back.
+    import torch
+    import lstmop
+    lstmop.release_cached_memory()
+    torch.manual_seed(0)
+    m = lstmop.nn.LSTM(8, 128)
+    x = torch.rand(200, 1, 8)
+    with torch.no_grad():
+        held = [m(x)[0] for _ in range(300)]
+    block = held[0].numel() * held[0].element_size()  # 102400 bytes: 25 pages
+    del held
+    cached = lstmop.cached_memory_bytes()
+    print(f"cached after 300 outputs of {block} bytes died: {cached} bytes")
+    assert 0 < cached <= 256 * block
+    lstmop.release_cached_memory()
+    assert lstmop.cached_memory_bytes() == 0
