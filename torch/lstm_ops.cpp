@@ -144,6 +144,38 @@ lstmop::TensorView batch_sizes_view(const c10::optional<Tensor>& batch_sizes, Me
   return view_of(*batch_sizes, "batch_sizes", memory, /*cpu_allowed_on_meta=*/true);
 }
 
+// The core's views of _lstm_backward's arguments (the same checks and error
+// names, in the same order, for the padded and the packed-rows backward).
+struct BackwardArgViews {
+  lstmop::TensorView grad_y, grad_hy, grad_cy, input;
+  lstmop::TensorList hx, params;
+  lstmop::TensorView i, j, f, o, h, c, tanhc, batch_sizes;
+};
+
+BackwardArgViews backward_arg_views(Memory memory, const Tensor& grad_y, const Tensor& grad_hy,
+                                    const Tensor& grad_cy, const Tensor& input, TensorList hx,
+                                    TensorList params, const Tensor& i, const Tensor& j,
+                                    const Tensor& f, const Tensor& o, const Tensor& h,
+                                    const Tensor& c, const Tensor& tanhc,
+                                    const c10::optional<Tensor>& batch_sizes) {
+  BackwardArgViews v;
+  v.grad_y = view_of(grad_y, "grad_y", memory);
+  v.grad_hy = view_of(grad_hy, "grad_hy", memory);
+  v.grad_cy = view_of(grad_cy, "grad_cy", memory);
+  v.input = view_of(input, "input", memory);
+  v.hx = views_of(hx, "hx", memory);
+  v.params = views_of(params, "params", memory);
+  v.i = view_of(i, "i", memory);
+  v.j = view_of(j, "j", memory);
+  v.f = view_of(f, "f", memory);
+  v.o = view_of(o, "o", memory);
+  v.h = view_of(h, "h", memory);
+  v.c = view_of(c, "c", memory);
+  v.tanhc = view_of(tanhc, "tanhc", memory);
+  v.batch_sizes = batch_sizes_view(batch_sizes, memory);
+  return v;
+}
+
 // Outputs: large CPU ones from the binding's block cache (output_memory.h).
 Tensor empty_like_shape(const std::vector<int64_t>& shape, const Tensor& like) {
   return lstmop_torch::empty_output(shape, like);
@@ -247,32 +279,21 @@ BackwardTuple lstm_backward_kernel(Memory memory, const Tensor& grad_y, const Te
                                    bool bidirectional, c10::optional<bool> batch_first,
                                    const c10::optional<Tensor>& batch_sizes) {
   return translating_core_errors([&] {
-    const lstmop::TensorView grad_y_v = view_of(grad_y, "grad_y", memory);
-    const lstmop::TensorView grad_hy_v = view_of(grad_hy, "grad_hy", memory);
-    const lstmop::TensorView grad_cy_v = view_of(grad_cy, "grad_cy", memory);
-    const lstmop::TensorView input_v = view_of(input, "input", memory);
-    const lstmop::TensorList hx_v = views_of(hx, "hx", memory);
-    const lstmop::TensorList params_v = views_of(params, "params", memory);
-    const lstmop::TensorView i_v = view_of(i, "i", memory);
-    const lstmop::TensorView j_v = view_of(j, "j", memory);
-    const lstmop::TensorView f_v = view_of(f, "f", memory);
-    const lstmop::TensorView o_v = view_of(o, "o", memory);
-    const lstmop::TensorView h_v = view_of(h, "h", memory);
-    const lstmop::TensorView c_v = view_of(c, "c", memory);
-    const lstmop::TensorView tanhc_v = view_of(tanhc, "tanhc", memory);
-    const lstmop::TensorView batch_sizes_v = batch_sizes_view(batch_sizes, memory);
+    const BackwardArgViews v = backward_arg_views(memory, grad_y, grad_hy, grad_cy, input, hx,
+                                                  params, i, j, f, o, h, c, tanhc, batch_sizes);
     const bool is_batch_first = batch_first.value_or(false);
 
     const lstmop::BackwardShapes shapes = lstmop::lstm_backward_shapes(
-        grad_y_v, grad_hy_v, grad_cy_v, input_v, hx_v, params_v, i_v, j_v, f_v, o_v, h_v, c_v,
-        tanhc_v, has_biases, num_layers, dropout, train, bidirectional, is_batch_first,
-        batch_sizes_v);
+        v.grad_y, v.grad_hy, v.grad_cy, v.input, v.hx, v.params, v.i, v.j, v.f, v.o, v.h, v.c,
+        v.tanhc, has_biases, num_layers, dropout, train, bidirectional, is_batch_first,
+        v.batch_sizes);
     BackwardTuple result = empty_backward_results(shapes, input);
     if (memory == Memory::Cpu) {
       follow_torch_thread_count();
-      lstmop::lstm_backward_out(backward_output_views(result, memory), grad_y_v, grad_hy_v, grad_cy_v, input_v, hx_v, params_v, i_v,
-                                j_v, f_v, o_v, h_v, c_v, tanhc_v, has_biases, num_layers, dropout,
-                                train, bidirectional, is_batch_first, batch_sizes_v);
+      lstmop::lstm_backward_out(backward_output_views(result, memory), v.grad_y, v.grad_hy,
+                                v.grad_cy, v.input, v.hx, v.params, v.i, v.j, v.f, v.o, v.h, v.c,
+                                v.tanhc, has_biases, num_layers, dropout, train, bidirectional,
+                                is_batch_first, v.batch_sizes);
     }
     return result;
   });
@@ -314,8 +335,9 @@ ForwardTuple forward_packed_rows(const Tensor& input, TensorList hx, TensorList 
     shapes.output[0] = input.size(0);
     ForwardTuple result = empty_forward_results(shapes, input);
     follow_torch_thread_count();
-    lstmop::detail::lstm_forward_packed_out(forward_output_views(result, memory), input_view, hx_views, params_views, has_biases,
-                                            num_layers, bidirectional, batch_sizes_v, train);
+    lstmop::detail::lstm_forward_packed_out(forward_output_views(result, memory), input_view,
+                                            hx_views, params_views, has_biases, num_layers,
+                                            bidirectional, batch_sizes_v, train);
     return result;
   });
 }
@@ -329,17 +351,8 @@ BackwardTuple backward_packed_rows(const Tensor& grad_y, const Tensor& grad_hy,
                                    const Tensor& batch_sizes) {
   return translating_core_errors([&] {
     const Memory memory = Memory::Cpu;
-    const lstmop::TensorView grad_y_v = view_of(grad_y, "grad_y", memory);
-    const lstmop::TensorView grad_hy_v = view_of(grad_hy, "grad_hy", memory);
-    const lstmop::TensorView grad_cy_v = view_of(grad_cy, "grad_cy", memory);
-    const lstmop::TensorView input_v = view_of(input, "input", memory);
-    const lstmop::TensorList hx_v = views_of(hx, "hx", memory);
-    const lstmop::TensorList params_v = views_of(params, "params", memory);
-    const lstmop::TensorView i_v = view_of(i, "i", memory), j_v = view_of(j, "j", memory);
-    const lstmop::TensorView f_v = view_of(f, "f", memory), o_v = view_of(o, "o", memory);
-    const lstmop::TensorView h_v = view_of(h, "h", memory), c_v = view_of(c, "c", memory);
-    const lstmop::TensorView tanhc_v = view_of(tanhc, "tanhc", memory);
-    const lstmop::TensorView batch_sizes_v = batch_sizes_view(batch_sizes, memory);
+    const BackwardArgViews v = backward_arg_views(memory, grad_y, grad_hy, grad_cy, input, hx,
+                                                  params, i, j, f, o, h, c, tanhc, batch_sizes);
     // dx as the packed input; dh0, dc0 as the saved h and c have them
     // ((D*L, T, B, .) -> (D*L, B, .)); dparams as params.
     lstmop::BackwardShapes shapes;
@@ -349,10 +362,10 @@ BackwardTuple backward_packed_rows(const Tensor& grad_y, const Tensor& grad_hy,
     for (const Tensor& p : params) shapes.dparams.push_back(p.sizes().vec());
     BackwardTuple result = empty_backward_results(shapes, input);
     follow_torch_thread_count();
-    lstmop::detail::lstm_backward_packed_out(backward_output_views(result, memory), grad_y_v, grad_hy_v, grad_cy_v, input_v, hx_v,
-                                             params_v, i_v, j_v, f_v, o_v, h_v, c_v, tanhc_v,
-                                             has_biases, num_layers, bidirectional,
-                                             batch_sizes_v);
+    lstmop::detail::lstm_backward_packed_out(backward_output_views(result, memory), v.grad_y,
+                                             v.grad_hy, v.grad_cy, v.input, v.hx, v.params, v.i,
+                                             v.j, v.f, v.o, v.h, v.c, v.tanhc, has_biases,
+                                             num_layers, bidirectional, v.batch_sizes);
     return result;
   });
 }

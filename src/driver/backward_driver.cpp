@@ -313,8 +313,10 @@ class BackwardDriver {
     const TensorView* c0 = p_.has_hx ? &hx_[1] : nullptr;
     const TensorView* saved_views[] = {g_.i, g_.j, g_.f, g_.o, g_.tanhc};
     const TensorView& c = *g_.c;
-    const int64_t prev = dir == 0 ? t - 1 : t + 1;
-    const bool c_prev_saved = prev >= 0 && prev < p_.T && p_.step_batch[prev] >= rows;
+    int64_t prev = 0;
+    // c_prev lies in the saved c when the previous step had every row of this one.
+    const int64_t from_prev = rows_from_previous_step(p_, dir, t, &prev);
+    const bool c_prev_saved = from_prev > 0 && from_prev == rows;
     // The cell's output gradient is dh_state + d_out; with projections dm,
     // which then stands in dh_state's place next to a zero d_out row (ld 0).
     const Acc* d_out = d_out_rows_ + off * DR + dir * R;
@@ -551,16 +553,8 @@ class BackwardDriver {
         w.bf16_recurrent.set_b(w.w_hh_rows, w.ld_hh);
         if (own.w_ih_rows == nullptr) {  // a bfloat16 w_ih: its bits as they are
           const TensorView& v = params_[s * p_.params_per_slot];
-          const uint16_t* src = static_cast<const uint16_t*>(v.data);
-          uint16_t* dst = own.w_ih_bits.data();
-          for (int64_t g = 0; g < G; ++g) {
-            const uint16_t* row = src + g * v.stride(0);
-            if (v.stride(1) == 1) {
-              std::copy_n(row, in_size, dst + g * in_size);
-            } else {
-              for (int64_t k = 0; k < in_size; ++k) dst[g * in_size + k] = row[k * v.stride(1)];
-            }
-          }
+          copy_bits_rows(static_cast<const uint16_t*>(v.data), G, v.stride(0), in_size,
+                         v.stride(1), own.w_ih_bits.data());
         } else {
           for (int64_t g = 0; g < G; ++g) {
             round_to_bfloat16_bits(own.w_ih_rows + g * own.ld_ih, in_size,

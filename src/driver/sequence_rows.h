@@ -153,18 +153,39 @@ void gather_saved_rows(const TensorView& v, int64_t s, int64_t t, int64_t first,
 // dir started from, rows 0..step_batch[t]-1, into dst (rows, width): the saved
 // tensor at the previous step (t - 1 forward, t + 1 reverse) for the rows that
 // step had, the initial state (hx, or zeros when null) for the others.
+// The step step t of direction dir started from (t - 1 forward, t + 1
+// reverse) in *prev, and how many of step t's rows it had (0 at the first).
+inline int64_t rows_from_previous_step(const LstmProblem& p, int64_t dir, int64_t t,
+                                       int64_t* prev) {
+  *prev = dir == 0 ? t - 1 : t + 1;
+  return *prev < 0 || *prev >= p.T ? 0 : std::min(p.step_batch[*prev], p.step_batch[t]);
+}
+
 template <class Acc>
 void gather_previous_state(const LstmProblem& p, const TensorView& saved,
                            const TensorView* initial, int64_t s, int64_t dir, int64_t t,
                            int64_t width, Acc* dst, int64_t u0, int64_t u1) {
   const int64_t rows = p.step_batch[t];
-  const int64_t prev = dir == 0 ? t - 1 : t + 1;
-  const int64_t from_saved =
-      prev < 0 || prev >= p.T ? 0 : std::min(p.step_batch[prev], p.step_batch[t]);
+  int64_t prev = 0;
+  const int64_t from_saved = rows_from_previous_step(p, dir, t, &prev);
   if (from_saved > 0) gather_saved_rows<Acc>(saved, s, prev, 0, from_saved, width, dst, u0, u1);
   if (rows > from_saved) {
     gather_slot_rows<Acc>(initial, s, from_saved, rows - from_saved, width,
                           dst + from_saved * width, u0, u1);
+  }
+}
+
+// dst (rows, cols) contiguous <- 16-bit elements (bfloat16 bits) at src with
+// the given strides, copied as they are.
+inline void copy_bits_rows(const uint16_t* src, int64_t rows, int64_t row_stride, int64_t cols,
+                           int64_t col_stride, uint16_t* dst) {
+  for (int64_t r = 0; r < rows; ++r) {
+    const uint16_t* row = src + r * row_stride;
+    if (col_stride == 1) {
+      std::copy_n(row, cols, dst + r * cols);
+    } else {
+      for (int64_t k = 0; k < cols; ++k) dst[r * cols + k] = row[k * col_stride];
+    }
   }
 }
 
@@ -176,33 +197,21 @@ inline void gather_previous_state_bits(const LstmProblem& p, const TensorView& s
                                        const TensorView* initial, int64_t s, int64_t dir,
                                        int64_t t, int64_t width, uint16_t* dst) {
   const int64_t rows = p.step_batch[t];
-  const int64_t prev = dir == 0 ? t - 1 : t + 1;
-  const int64_t from_saved =
-      prev < 0 || prev >= p.T ? 0 : std::min(p.step_batch[prev], p.step_batch[t]);
-  const auto copy_rows = [&](const uint16_t* src, int64_t count, int64_t row_stride,
-                             int64_t col_stride, uint16_t* out) {
-    for (int64_t r = 0; r < count; ++r) {
-      const uint16_t* row = src + r * row_stride;
-      if (col_stride == 1) {
-        std::copy_n(row, width, out + r * width);
-      } else {
-        for (int64_t k = 0; k < width; ++k) out[r * width + k] = row[k * col_stride];
-      }
-    }
-  };
+  int64_t prev = 0;
+  const int64_t from_saved = rows_from_previous_step(p, dir, t, &prev);
   if (from_saved > 0) {
-    copy_rows(static_cast<const uint16_t*>(saved.data) + s * saved.stride(0) +
-                  prev * saved.stride(1),
-              from_saved, saved.stride(2), saved.stride(3), dst);
+    copy_bits_rows(static_cast<const uint16_t*>(saved.data) + s * saved.stride(0) +
+                       prev * saved.stride(1),
+                   from_saved, saved.stride(2), width, saved.stride(3), dst);
   }
   if (rows > from_saved) {
     uint16_t* out = dst + from_saved * width;
     if (initial == nullptr || !initial->defined) {
       std::fill(out, out + (rows - from_saved) * width, uint16_t{0});
     } else {
-      copy_rows(static_cast<const uint16_t*>(initial->data) + s * initial->stride(0) +
-                    from_saved * initial->stride(1),
-                rows - from_saved, initial->stride(1), initial->stride(2), out);
+      copy_bits_rows(static_cast<const uint16_t*>(initial->data) + s * initial->stride(0) +
+                         from_saved * initial->stride(1),
+                     rows - from_saved, initial->stride(1), width, initial->stride(2), out);
     }
   }
 }
