@@ -42,6 +42,7 @@
 #include "gemm/transpose.h"
 #include "kernels/cell_pass.h"
 #include "kernels/recurrent_product.h"
+#include "gemm/bf16_matmul_step.h"
 #include "kernels/recurrent_product_bf16.h"
 #include "plan/lstm_plan.h"
 
@@ -73,6 +74,10 @@ struct DirectionWorkspace {
   // bf16_products: d_gates, h_prev and w_ih as bfloat16 bits; w_hh packed.
   Workspace<uint16_t> d_gates_bits, h_prev_bits, w_ih_bits;
   Bf16RecurrentProduct bf16_recurrent;
+  // The matmul form (BackwardPlan::bf16_matmul_step): w_hh's bits (4H, H),
+  // packed into `matmul` for the dh product.
+  Workspace<uint16_t> w_hh_bits;
+  Bf16MatmulStep matmul;
 };
 
 template <class Acc>
@@ -95,6 +100,13 @@ class BackwardDriver {
     arena_.add(d_out_, "the gradient of a layer's output (valid rows, D*R)", plan_.layer_rows);
     arena_.add(d_in_, "the gradient of a layer's input (valid rows, input_size)",
                plan_.layer_rows);
+    if (matmul_form_) {
+      const std::vector<int64_t> rows = step_row_counts();
+      for (int64_t k = 0; k < t.direction_workspaces && matmul_form_; ++k) {
+        matmul_form_ = dir_[k].matmul.prepare(4 * p.H, p.H, Transpose::No, rows, 4 * p.H, p.H,
+                                              false);
+      }
+    }
     for (int64_t k = 0; k < p.D; ++k) {
       DirectionWorkspace<Acc>& w = dir_[k];
       // With the directions in parallel, d_gates and w_ih of both meet in the
@@ -114,7 +126,11 @@ class BackwardDriver {
       if (k >= t.direction_workspaces) continue;
       arena_.add(w.w_hh, "w_hh (4H, R)", plan_.w_hh);
       if (plan_.bf16_products) {  // never with projections (lstm_plan.h): R = H
-        w.bf16_recurrent.allocate(arena_, 4 * p.H, p.H);
+        if (matmul_form_) {
+          arena_.add(w.w_hh_bits, "w_hh's bfloat16 values (4H, H)", plan_.w_hh_bits);
+        } else {
+          w.bf16_recurrent.allocate(arena_, 4 * p.H, p.H);
+        }
         arena_.add(w.h_prev_bits, "the previous hidden states' bfloat16 values (valid rows, H)",
                    plan_.h_prev_bits);
       } else if constexpr (kFloat) {
@@ -416,8 +432,12 @@ class BackwardDriver {
     const Acc* d_gates = own.d_gates.data() + p_.step_offset[t] * G;
     if constexpr (kFloat) {
       if (plan_.bf16_products) {
-        w.bf16_recurrent.multiply(rows, own.d_gates_bits.data() + p_.step_offset[t] * G, G,
-                                  w.dh_state.data(), R, u0, u1);
+        const uint16_t* a = own.d_gates_bits.data() + p_.step_offset[t] * G;
+        if (matmul_form_) {  // one part: all columns
+          if (rows > 0) w.matmul.multiply(rows, a, w.dh_state.data());
+        } else {
+          w.bf16_recurrent.multiply(rows, a, G, w.dh_state.data(), R, u0, u1);
+        }
         return;
       }
     }
@@ -538,6 +558,16 @@ class BackwardDriver {
          w.dw_hr.data(), H);
   }
 
+  // The distinct positive row counts of the steps.
+  std::vector<int64_t> step_row_counts() const {
+    std::vector<int64_t> rows;
+    for (int64_t step = 0; step < p_.T; ++step) {
+      const int64_t r = p_.step_batch[step];
+      if (r > 0 && (rows.empty() || rows.back() != r)) rows.push_back(r);
+    }
+    return rows;
+  }
+
   void run_direction(int64_t l, int64_t dir) {
     const ThreadPlan& t = plan_.threads;
     const bool split = t.threading == Threading::SplitUnits;
@@ -550,7 +580,14 @@ class BackwardDriver {
     load_weights(s, own, w);
     if constexpr (kFloat) {
       if (plan_.bf16_products) {
-        w.bf16_recurrent.set_b(w.w_hh_rows, w.ld_hh);
+        if (matmul_form_) {
+          for (int64_t g = 0; g < G; ++g) {
+            round_to_bfloat16_bits(w.w_hh_rows + g * w.ld_hh, H, w.w_hh_bits.data() + g * H);
+          }
+          w.matmul.set_b(w.w_hh_bits.data());
+        } else {
+          w.bf16_recurrent.set_b(w.w_hh_rows, w.ld_hh);
+        }
         if (own.w_ih_rows == nullptr) {  // a bfloat16 w_ih: its bits as they are
           const TensorView& v = params_[s * p_.params_per_slot];
           copy_bits_rows(static_cast<const uint16_t*>(v.data), G, v.stride(0), in_size,
@@ -663,6 +700,9 @@ class BackwardDriver {
   const TensorList& params_;
   const BackwardOutputs& out_;
   mutable PairBarrier barrier_;
+  // The bfloat16 products' dh product on oneDNN's matmul (the plan's, unless
+  // oneDNN could not ready it: then Bf16RecurrentProduct).
+  bool matmul_form_ = plan_.bf16_matmul_step;
   WorkspaceArena arena_;
   Workspace<Acc> x_, d_out_, d_in_;
   // Where the current layer reads x and d_out and writes d_in: the

@@ -49,7 +49,9 @@
 #include "kernels/cell_pass.h"
 #include "kernels/recurrent_product.h"
 #include "kernels/step_forward.h"
+#include "kernels/recurrent_product_bf16.h"
 #include "kernels/step_forward_bf16.h"
+#include "gemm/bf16_matmul_step.h"
 #include "plan/lstm_plan.h"
 
 namespace lstmop {
@@ -80,6 +82,10 @@ struct DirectionWorkspace {
   // bf16_products: the steps' h operands (as h), and the weights packed for them.
   Workspace<uint16_t> h_bits[2];
   Bf16StepWeights bf16_step;
+  // The matmul form: the weights' bits (w_ih (4H, I_l) for the layer's input
+  // product, w_hh (4H, H) packed into `matmul` for the steps' products).
+  Workspace<uint16_t> w_ih_bits, w_hh_bits;
+  Bf16MatmulStep matmul;
 };
 
 // A layer's input and output, the float values and (bf16_products) the
@@ -132,6 +138,18 @@ class ForwardDriver {
       }
     }
     const int64_t max_in = std::max(p.I, p.D * p.R);
+    if (matmul_form_) {
+      // The row counts of the steps (step_batch is non-increasing).
+      std::vector<int64_t> rows;
+      for (int64_t step = 0; step < p.T; ++step) {
+        const int64_t r = p.step_batch[step];
+        if (r > 0 && (rows.empty() || rows.back() != r)) rows.push_back(r);
+      }
+      for (int64_t k = 0; k < t.direction_workspaces && matmul_form_; ++k) {
+        matmul_form_ = !rows.empty() &&
+                       dir_[k].matmul.prepare(p.H, 4 * p.H, Transpose::Yes, rows, p.H, 4 * p.H, true);
+      }
+    }
     for (int64_t k = 0; k < t.direction_workspaces; ++k) {
       DirectionWorkspace<Acc>& w = dir_[k];
       if (plan_.gates > 0) arena_.add(w.gates, "the gates (valid rows, 4H)", plan_.gates);
@@ -151,7 +169,12 @@ class ForwardDriver {
         for (Workspace<uint16_t>& h : w.h_bits) {
           arena_.add(h, "the hidden state's bfloat16 values (B, H)", plan_.state_bits);
         }
-        w.bf16_step.allocate(arena_, p.H, max_in, p.H);
+        if (matmul_form_) {
+          arena_.add(w.w_ih_bits, "w_ih's bfloat16 values (4H, input_size)", plan_.w_ih_bits);
+          arena_.add(w.w_hh_bits, "w_hh's bfloat16 values (4H, H)", plan_.w_hh_bits);
+        } else {
+          w.bf16_step.allocate(arena_, p.H, max_in, p.H);
+        }
       } else if constexpr (kFloat) {
         // Room for the widest layer input; each slot packs its own sizes.
         w.step.allocate(arena_, plan_.step_isa, p.H, plan_.step_concatenated ? max_in : 0, p.R);
@@ -466,6 +489,10 @@ class ForwardDriver {
 
   void run_bf16_direction(int64_t s, int64_t dir, int64_t in_size, DirectionWorkspace<Acc>& w,
                           const Layer<Acc>& layer) {
+    if (matmul_form_) {
+      run_matmul_direction(s, dir, in_size, w, layer);
+      return;
+    }
     if (weights_as_bits(s)) {
       const TensorView& w_ih = params_[s * p_.params_per_slot];
       const TensorView& w_hh = params_[s * p_.params_per_slot + 1];
@@ -482,6 +509,66 @@ class ForwardDriver {
       return;
     }
     bf16_step_loop(s, dir, 0, plan_.threads.parts, nullptr, w, layer);
+  }
+
+  // The matmul form (ForwardPlan::bf16_matmul_step): gates (N, 4H) = x_l
+  // w_ih^T on the bfloat16 values (gemm_bf16), then per step the recurrent
+  // product h w_hh^T added to the step's rows of gates on oneDNN's matmul,
+  // and the cell pass; h is rounded to bfloat16 after it (the
+  // next step's operand and the layer output's bits; a bfloat16 call's h and
+  // saved h are that value, a float32 call keeps the float h, as the fused
+  // step does). One part: the plan never splits the units here.
+  void run_matmul_direction(int64_t s, int64_t dir, int64_t in_size, DirectionWorkspace<Acc>& w,
+                            const Layer<Acc>& layer) {
+    if constexpr (kFloat) {
+      const int64_t G = 4 * p_.H, H = p_.H, DH = p_.D * H, N = p_.valid_rows();
+      const uint16_t* w_ih = w.w_ih_bits.data();
+      int64_t ld_ih = in_size;
+      const int64_t base = s * p_.params_per_slot;
+      if (weights_as_bits(s)) {
+        w_ih = static_cast<const uint16_t*>(params_[base].data);
+        ld_ih = params_[base].stride(0);
+        copy_bits_rows(static_cast<const uint16_t*>(params_[base + 1].data), G,
+                       params_[base + 1].stride(0), H, 1, w.w_hh_bits.data());
+      } else {
+        for (int64_t g = 0; g < G; ++g) {
+          round_to_bfloat16_bits(w.w_ih_rows + g * w.ld_ih, in_size,
+                                 w.w_ih_bits.data() + g * in_size);
+          round_to_bfloat16_bits(w.w_hh_rows + g * w.ld_hh, H, w.w_hh_bits.data() + g * H);
+        }
+      }
+      w.matmul.set_b(w.w_hh_bits.data());
+      if (N > 0) {
+        gemm_bf16_or_float(Transpose::No, Transpose::Yes, N, G, in_size, layer.x_bits, in_size,
+                           w_ih, ld_ih, 0.0f, w.gates.data(), G);
+      }
+      const int64_t n_state = p_.B * H;
+      for (int64_t e = 0; e < n_state; ++e) {
+        w.h_bits[0].data()[e] = float_to_bfloat16(w.h[0].data()[e]);
+      }
+      std::copy_n(w.h_bits[0].data(), n_state, w.h_bits[1].data());
+      float* h = w.h[1].data();  // the step's float h (rows, H)
+      for (int64_t n = 0; n < p_.T; ++n) {
+        const int64_t t = dir == 0 ? n : p_.T - 1 - n;
+        const int64_t rows = p_.step_batch[t];
+        if (rows == 0) continue;
+        const int64_t off = p_.step_offset[t];
+        float* gates = w.gates.data() + off * G;
+        w.matmul.multiply(rows, w.h_bits[n % 2].data(), gates);
+        const StepSaved<Storage> saved = p_.train ? saved_at(s, t) : StepSaved<Storage>{};
+        float* out = bits_only() ? h : layer.y + off * DH + dir * H;
+        cell_pass_forward<float, Storage>(rows, H, 0, H, gates, w.bias.data(),
+                                          w.c_state.data(), h, out, bits_only() ? H : DH,
+                                          p_.train ? &saved : nullptr);
+        uint16_t* next = w.h_bits[(n + 1) % 2].data();
+        round_to_bfloat16_bits(h, rows * H, next);
+        for (int64_t r = 0; r < rows; ++r) {
+          std::copy_n(next + r * H, H, layer.y_bits + (off + r) * DH + dir * H);
+        }
+      }
+    } else {
+      (void)s, (void)dir, (void)in_size, (void)w, (void)layer;
+    }
   }
 
   // double: gates[t] += h * w_hh^T, then the cell pass (and with
@@ -594,6 +681,9 @@ class ForwardDriver {
   const TensorList& params_;
   const ForwardOutputs& out_;
   PairBarrier barrier_;
+  // The bfloat16 products in the matmul form (the plan's, unless oneDNN
+  // could not ready its products: then the fused step).
+  bool matmul_form_ = plan_.bf16_matmul_step;
   WorkspaceArena arena_;
   Workspace<Acc> x0_;
   Workspace<Acc> y_[2];

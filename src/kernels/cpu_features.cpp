@@ -3,6 +3,8 @@
 #include "kernels/cpu_features.h"
 
 #include <cpuid.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include <cstdlib>
 #include <cstring>
@@ -19,10 +21,32 @@ bool cpu_has_f16c() {
   return __get_cpuid(1, &a, &b, &c, &d) != 0 && (c & bit_F16C) != 0;
 }
 
+// AMX: CPUID leaf 7 EDX bits 24 (AMX-TILE) and 22 (AMX-BF16); XCR0 bits 17
+// and 18 (the tile configuration and data state, enabled by the OS); Linux
+// gives a process the tile data only after it asks (arch_prctl
+// ARCH_REQ_XCOMP_PERM = 0x1023 for feature 18, Linux 5.16+; oneDNN asks too).
+bool cpu_has_amx_bf16() {
+  unsigned a = 0, b = 0, c = 0, d = 0;
+  if (__get_cpuid_count(7, 0, &a, &b, &c, &d) == 0) return false;
+  if ((d & (1u << 24)) == 0 || (d & (1u << 22)) == 0) return false;
+  unsigned a1 = 0, b1 = 0, c1 = 0, d1 = 0;
+  if (__get_cpuid(1, &a1, &b1, &c1, &d1) == 0 || (c1 & bit_OSXSAVE) == 0) return false;
+  unsigned lo = 0, hi = 0;
+  __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+  if ((lo & (3u << 17)) != (3u << 17)) return false;
+#if defined(__linux__) && defined(SYS_arch_prctl)
+  constexpr long kReqXcompPerm = 0x1023, kXfeatureXtiledata = 18;
+  return syscall(SYS_arch_prctl, kReqXcompPerm, kXfeatureXtiledata) == 0;
+#else
+  return false;
+#endif
+}
+
 struct CpuFeatures {
   bool avx2_fma = false;
   bool avx512 = false;  // F and BW, with AVX2 + FMA
   bool avx512_bf16 = false;
+  bool amx_bf16 = false;
 };
 
 const CpuFeatures& cpu_features() {
@@ -34,6 +58,7 @@ const CpuFeatures& cpu_features() {
     f.avx512 = f.avx2_fma && __builtin_cpu_supports("avx512f") &&
                __builtin_cpu_supports("avx512bw");
     f.avx512_bf16 = f.avx512 && __builtin_cpu_supports("avx512bf16");
+    f.amx_bf16 = f.avx512_bf16 && cpu_has_amx_bf16();
     return f;
   }();
   return features;
@@ -48,6 +73,15 @@ Isa requested_cap() {
   return Isa::Avx512;
 }
 
+// LSTMOP_BF16_STEP: "matmul" or "fused" decide the bfloat16 products' step
+// form; anything else leaves it to the CPU (matmul with AMX).
+bool bf16_matmul_step_wanted() {
+  const char* env = std::getenv("LSTMOP_BF16_STEP");
+  if (env != nullptr && std::strcmp(env, "matmul") == 0) return true;
+  if (env != nullptr && std::strcmp(env, "fused") == 0) return false;
+  return cpu_features().amx_bf16;
+}
+
 Isa lower(Isa a, Isa b) { return static_cast<int>(a) < static_cast<int>(b) ? a : b; }
 
 }  // namespace
@@ -60,6 +94,8 @@ const char* isa_name(Isa isa) {
   }
   return "scalar";
 }
+
+bool amx_bf16_usable() { return cpu_features().amx_bf16; }
 
 bool isa_supported(Isa isa) {
   switch (isa) {
@@ -87,6 +123,7 @@ const KernelChoice& kernel_choice() {
     c.transpose = lower(c.cap, Isa::Avx2);
     c.bf16_gemm = c.cap == Isa::Avx512 && cpu_features().avx512_bf16;
     c.bf16_step = c.bf16_gemm;
+    c.bf16_matmul_step = c.bf16_step && bf16_matmul_step_wanted();
     c.gemm_tn_at_full_rate = c.cap == Isa::Avx512;
     return c;
   }();
@@ -100,6 +137,8 @@ std::string describe(const KernelChoice& c) {
          ", cell backward " + isa_name(c.cell_backward) + ", transpose " +
          isa_name(c.transpose) + ", bf16 GEMM " + (c.bf16_gemm ? "yes" : "no") +
          ", bf16 forward step " + (c.bf16_step ? "yes" : "no") +
+         ", bf16 step on oneDNN matmul " + (c.bf16_matmul_step ? "yes" : "no") +
+         (amx_bf16_usable() ? " (AMX)" : "") +
          ", TN weight gradients " + (c.gemm_tn_at_full_rate ? "yes" : "no");
 }
 

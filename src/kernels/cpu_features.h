@@ -26,6 +26,11 @@ const char* isa_name(Isa isa);
 // (tests run every body the CPU has).
 bool isa_supported(Isa isa);
 
+// True if the CPU has AMX tiles with bfloat16 (AMX-TILE, AMX-BF16), the OS
+// enables their state and lets this process use it (Linux: the permission
+// request ARCH_REQ_XCOMP_PERM for the tile data, made once).
+bool amx_bf16_usable();
+
 // The ISA every family runs with, decided once from the CPU and the cap.
 struct KernelChoice {
   Isa cap = Isa::Scalar;  // the highest supported ISA, capped by LSTMOP_KERNEL_ISA
@@ -42,6 +47,12 @@ struct KernelChoice {
   Isa transpose = Isa::Scalar;  // at most Avx2 (8 x 8 blocks)
   // oneDNN's bfloat16 matmul (vdpbf16ps): cap Avx512 and AVX512-BF16.
   bool bf16_gemm = false;
+  // The bfloat16 products' per-step products on oneDNN's matmul
+  // (bf16_matmul_step.h) instead of lstmop's fused step: where bf16_step and
+  // the CPU has AMX tiles for bfloat16 the OS lets this process use (oneDNN
+  // runs the matmul on them). LSTMOP_BF16_STEP=matmul or fused overrides the
+  // choice where bf16_step (tests run the matmul form on any AVX512-BF16 CPU).
+  bool bf16_matmul_step = false;
   // dnnl_sgemm's TN form runs the weight-gradient shapes at its NT rate with
   // its AVX-512 kernels (Zen 4), at half of it with its AVX2 ones (Zen 3):
   // with AVX-512 the backward skips the transposed copies (cap Avx512).

@@ -12,6 +12,9 @@ namespace lstmop {
 namespace detail {
 namespace {
 
+bool bf16_products(const LstmProblem& p);
+bool bf16_matmul_step(const LstmProblem& p);
+
 ThreadPlan plan_threads(const LstmProblem& p) {
   ThreadPlan t;
   const int threads = get_num_threads();
@@ -19,7 +22,7 @@ ThreadPlan plan_threads(const LstmProblem& p) {
   if (threads >= 2 && p.D == 2) {
     t.threading = Threading::DirectionsInParallel;
   } else if (threads >= 2 && p.D == 1 && float_compute && !p.projections() &&
-             worth_splitting(p)) {
+             !bf16_matmul_step(p) && worth_splitting(p)) {
     t.threading = Threading::SplitUnits;
   }
   const bool parallel = t.threading == Threading::DirectionsInParallel;
@@ -46,6 +49,11 @@ bool bf16_products(const LstmProblem& p) {
       (p.dtype == DType::Float32 && fp32_precision() == Fp32Precision::Bf16);
   return bf16_operands && kernels::kernel_choice().bf16_step && flushes_subnormals(p.dtype) &&
          !p.projections();
+}
+
+// ... in the matmul form (ForwardPlan::bf16_matmul_step).
+bool bf16_matmul_step(const LstmProblem& p) {
+  return bf16_products(p) && kernels::kernel_choice().bf16_matmul_step;
 }
 
 }  // namespace
@@ -77,8 +85,9 @@ ForwardPlan plan_forward(const LstmProblem& p) {
   const int64_t max_in = std::max(p.I, DR);
   const bool float_compute = p.dtype != DType::Float64;
   plan.bf16_products = bf16_products(p);
-  plan.step_concatenated =
-      plan.bf16_products || (float_compute && p.B >= kConcatenatedMinBatch);
+  plan.bf16_matmul_step = bf16_matmul_step(p);
+  plan.step_concatenated = (plan.bf16_products && !plan.bf16_matmul_step) ||
+                           (!plan.bf16_products && float_compute && p.B >= kConcatenatedMinBatch);
   plan.step_isa = kernels::kernel_choice().step_forward;
   plan.stream_saved = p.train && p.dtype == DType::Float32 &&
                       7 * p.slots * p.T * p.B * p.H * 4 >= kStreamSavedMinBytes;
@@ -89,6 +98,10 @@ ForwardPlan plan_forward(const LstmProblem& p) {
     plan.input_bits = N * p.I;
     plan.layer_output_bits = N * DR;
     plan.state_bits = p.B * p.H;
+  }
+  if (plan.bf16_matmul_step) {
+    plan.w_ih_bits = G * max_in;
+    plan.w_hh_bits = G * p.H;
   }
   plan.gates = plan.step_concatenated ? 0 : N * G;
   plan.w_ih = max_in * G;
@@ -109,6 +122,7 @@ BackwardPlan plan_backward(const LstmProblem& p) {
   const int64_t N = p.valid_rows(), G = 4 * p.H, DR = p.D * p.R;
   const int64_t max_in = std::max(p.I, DR);
   plan.bf16_products = bf16_products(p);
+  plan.bf16_matmul_step = bf16_matmul_step(p);
   // (The bfloat16 products are TN / NN through gemm_bf16, which reads any strides.)
   plan.weight_gradients_tn =
       plan.bf16_products || (p.dtype != DType::Float64 && gemm_tn_at_full_rate());
@@ -141,6 +155,7 @@ BackwardPlan plan_backward(const LstmProblem& p) {
     plan.h_prev_bits = N * p.H;
     plan.w_ih_bits = G * max_in;
   }
+  if (plan.bf16_matmul_step) plan.w_hh_bits = G * p.H;
   return plan;
 }
 

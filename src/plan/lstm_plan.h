@@ -101,6 +101,11 @@ struct ForwardPlan {
   // float32). Otherwise float FMAs on the same values: the same products,
   // other sums.
   bool bf16_products = false;
+  // bf16_products in the matmul form (kernel_choice().bf16_matmul_step, AMX):
+  // gates (N, 4H) = x_l w_ih^T in one gemm_bf16, then per step the recurrent
+  // product on oneDNN's matmul (bf16_matmul_step.h) and the cell pass
+  // (cell_pass.h) after it; never split mode (one part of all units).
+  bool bf16_matmul_step = false;
   // Element counts of the scratch buffers. R is the width of h (P with
   // projections, else H).
   int64_t input = 0;          // x0 (N, I)
@@ -111,6 +116,9 @@ struct ForwardPlan {
   int64_t state_bits = 0;     // ... and the steps' h operands, twice (B, H)
   // Per direction workspace:
   int64_t gates = 0;          // (N, 4H); 0 in the concatenated form
+  // bf16_matmul_step: the bfloat16 bits of w_ih (4H, max(I, D*R)) and of
+  // w_hh (4H, H); else 0.
+  int64_t w_ih_bits = 0, w_hh_bits = 0;
   int64_t w_ih = 0;           // (4H, max(I, D*R))
   int64_t w_hh = 0;           // (4H, R)
   int64_t bias = 0;           // (4H)
@@ -139,9 +147,11 @@ struct BackwardPlan {
   // (ForwardPlan::bf16_products): d_gates rounded to bfloat16 (the contract
   // allows it, as the peers do) times the bfloat16 weights and layer inputs;
   // the weight gradients and d_in through gemm_bf16 (TN / NN on the operands
-  // as stored), dh per step through Bf16RecurrentProduct. db sums the float
-  // d_gates.
+  // as stored), dh per step through Bf16RecurrentProduct, or in the matmul
+  // form (ForwardPlan::bf16_matmul_step) on oneDNN's matmul
+  // (bf16_matmul_step.h). db sums the float d_gates.
   bool bf16_products = false;
+  bool bf16_matmul_step = false;
   // float where gemm_tn_at_full_rate(): weight gradients as one TN product
   // each and d_in as NN on w_ih as stored (no transposed copies); otherwise
   // the weight gradients per chunk of kWeightGradChunk rows on transposed
@@ -173,6 +183,8 @@ struct BackwardPlan {
   // bf16_products: bfloat16 bits of a layer's input (N, max_in), of each
   // direction's d_gates (N, 4H), h_prev (N, H) and w_ih (4H, max_in).
   int64_t layer_input_bits = 0, d_gates_bits = 0, h_prev_bits = 0, w_ih_bits = 0;
+  // bf16_matmul_step: w_hh's bfloat16 bits (4H, H), the matmul's B.
+  int64_t w_hh_bits = 0;
 };
 
 // Reads get_num_threads() and the kernel table once.

@@ -7,7 +7,11 @@
 //   takes them exactly where the contract's model allows, results bitwise the
 //   same on 1, 2 and 3 threads, float32 with fp32_precision "bf16" computing
 //   the model on the rounded operands (their agreement with the 16-bit model
-//   in every mode: test_sixteen_bit_model).
+//   in every mode: test_sixteen_bit_model);
+// - the per-step products of the matmul form (gemm/bf16_matmul_step.h)
+//   against a double reference, both layouts of B, every prepared row count,
+//   and that the plan takes the form kernel_choice() says (AMX, or
+//   LSTMOP_BF16_STEP; ctest reruns these suites in the other form).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -16,6 +20,7 @@
 #include <tuple>
 
 #include "api/checks.h"
+#include "gemm/bf16_matmul_step.h"
 #include "gemm/gemm.h"
 #include "kernels/cpu_features.h"
 #include "plan/lstm_plan.h"
@@ -69,6 +74,75 @@ TEST(Bf16Gemm, MatchesDoubleReferenceOrDeclines) {
   }
 }
 
+// C (m, n) = A (m, k) * B on oneDNN's matmul with B packed once: each
+// element within k float roundings of the double sum of the exact products,
+// for every prepared row count, B stored (k, n) and (n, k); C's columns past
+// n (ldc > n) and rows past m untouched.
+TEST(Bf16MatmulStep, MatchesDoubleReference) {
+  if (!lstmop::kernels::kernel_choice().bf16_step) {
+    std::printf("[bf16 matmul step] no AVX512-BF16 (or capped): the bfloat16 products and "
+                "their matmul form are not used here; not run\n");
+    return;
+  }
+  std::printf("[bf16 matmul step] %s\n",
+              lstmop::kernels::amx_bf16_usable() ? "AMX tiles usable: oneDNN runs them"
+                                                  : "no AMX: oneDNN's AVX512-BF16 kernels");
+  std::mt19937 gen(17);
+  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+  using lstmop::detail::Transpose;
+  for (Transpose tb : {Transpose::No, Transpose::Yes}) {
+    for (auto [k, n] : {std::pair<int64_t, int64_t>{40, 160}, {136, 34}, {7, 5}}) {
+      const std::vector<int64_t> row_counts = {9, 6, 1};
+      const int64_t max_m = 9, lda = k + 3, ldc = n + 2;
+      std::vector<uint16_t> a(static_cast<std::size_t>(max_m * lda)), b(static_cast<std::size_t>(k * n));
+      for (auto& v : a) v = bits_of(dist(gen));
+      for (auto& v : b) v = bits_of(dist(gen));
+      // B (k, n) element (p, j) as stored.
+      auto b_at = [&](int64_t p, int64_t j) {
+        return lstmop::bfloat16_to_float(tb == Transpose::No ? b[p * n + j] : b[j * k + p]);
+      };
+     for (bool accumulate : {false, true}) {
+      lstmop::detail::Bf16MatmulStep step;
+      ASSERT_TRUE(step.prepare(k, n, tb, row_counts, lda, ldc, accumulate)) << k << "x" << n;
+      step.set_b(b.data());
+      for (int64_t m : row_counts) {
+        // C starts at 42 (+ the row and column with accumulate: C += A * B).
+        std::vector<float> c(static_cast<std::size_t>((max_m + 1) * ldc), 42.0f);
+        auto start = [&](int64_t i, int64_t j) {
+          return accumulate ? 42.0f + static_cast<float>(i + 2 * j) : 42.0f;
+        };
+        for (int64_t i = 0; i < m; ++i) {
+          for (int64_t j = 0; j < n; ++j) c[i * ldc + j] = start(i, j);
+        }
+        const int64_t runs = lstmop::detail::bf16_matmul_step_runs();
+        step.multiply(m, a.data(), c.data());
+        EXPECT_EQ(lstmop::detail::bf16_matmul_step_runs(), runs + 1);
+        for (int64_t i = 0; i <= max_m; ++i) {
+          for (int64_t j = 0; j < ldc; ++j) {
+            const float got = c[i * ldc + j];
+            if (i >= m || j >= n) {
+              ASSERT_EQ(got, 42.0f) << "C(" << i << ", " << j << ") written, m " << m;
+              continue;
+            }
+            double ref = accumulate ? start(i, j) : 0.0, bound = std::fabs(ref);
+            for (int64_t p = 0; p < k; ++p) {
+              const double prod =
+                  static_cast<double>(lstmop::bfloat16_to_float(a[i * lda + p])) * b_at(p, j);
+              ref += prod;
+              bound += std::fabs(prod);
+            }
+            ASSERT_LE(std::fabs(got - ref), (k + 1) * std::ldexp(1.0, -24) * bound)
+                << "C(" << i << ", " << j << ") m " << m << " k " << k << " n " << n
+                << (tb == Transpose::No ? " B (k, n)" : " B (n, k)") << " accumulate "
+                << accumulate;
+          }
+        }
+      }
+     }
+    }
+  }
+}
+
 TEST(Bf16Gemm, OperandsNormalThreshold) {
   const float inf = std::numeric_limits<float>::infinity();
   for (float v : {0.0f, -0.0f, 1.0f, -3.5f, std::ldexp(1.0f, -60), -std::ldexp(1.0f, -60), inf, -inf,
@@ -106,8 +180,14 @@ TEST(Bf16Products, TakenWhereTheModelAllows) {
   std::printf("[bf16 products] %s\n",
               units ? "AVX512-BF16: bfloat16 calls run on vdpbf16ps"
                     : "no AVX512-BF16 (or capped): the float FMA path runs every call");
+  const bool matmul = lstmop::kernels::kernel_choice().bf16_matmul_step;
+  std::printf("[bf16 products] step form: %s\n",
+              !units ? "none" : matmul ? "oneDNN matmul per step + cell pass" : "fused vdpbf16ps step");
   EXPECT_EQ(plan_of(DType::BFloat16).bf16_products, units);
-  EXPECT_TRUE(plan_of(DType::BFloat16).step_concatenated || !units);
+  EXPECT_EQ(plan_of(DType::BFloat16).bf16_matmul_step, units && matmul);
+  // One form or the other: the fused step is the concatenated one.
+  EXPECT_TRUE(!units || plan_of(DType::BFloat16).step_concatenated != matmul);
+  EXPECT_FALSE(plan_of(DType::Float16).bf16_matmul_step);
   EXPECT_FALSE(plan_of(DType::Float16).bf16_products);
   EXPECT_FALSE(plan_of(DType::Float32).bf16_products);
   lstmop::set_fp32_precision("bf16");

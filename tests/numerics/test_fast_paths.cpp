@@ -201,8 +201,15 @@ TEST(FastPaths, Bfloat16ProductsInSplitModeAgainstReference) {
   LstmConfig cfg = float_config(10, 8, 24, 136, 1, false);
   cfg.dtype = DType::BFloat16;
   const Plans plans = plans_of(cfg);
-  ASSERT_EQ(plans.forward.threads.threading, Threading::SplitUnits);
   ASSERT_EQ(plans.forward.bf16_products, lstmop::kernels::kernel_choice().bf16_step);
+  if (plans.forward.bf16_matmul_step) {
+    // The matmul form runs all units on one thread: never split.
+    std::printf("[fast paths] bfloat16 products in the matmul form: no split mode\n");
+    ASSERT_EQ(plans.forward.threads.threading, Threading::Serial);
+    ASSERT_EQ(plans.backward.threads.threading, Threading::Serial);
+  } else {
+    ASSERT_EQ(plans.forward.threads.threading, Threading::SplitUnits);
+  }
   expect_low_precision_near_reference(make_problem(cfg, 3400), 3401);
   LstmConfig bidir = float_config(6, 3, 20, 40, 2, true);
   bidir.dtype = DType::BFloat16;
