@@ -521,7 +521,7 @@ class ForwardDriver {
   void run_matmul_direction(int64_t s, int64_t dir, int64_t in_size, DirectionWorkspace<Acc>& w,
                             const Layer<Acc>& layer) {
     if constexpr (kFloat) {
-      const int64_t G = 4 * p_.H, H = p_.H, DH = p_.D * H, N = p_.valid_rows();
+      const int64_t G = 4 * p_.H, H = p_.H, DH = p_.D * H;
       const uint16_t* w_ih = w.w_ih_bits.data();
       int64_t ld_ih = in_size;
       const int64_t base = s * p_.params_per_slot;
@@ -538,10 +538,16 @@ class ForwardDriver {
         }
       }
       w.matmul.set_b(w.w_hh_bits.data());
-      if (N > 0) {
-        gemm_bf16_or_float(Transpose::No, Transpose::Yes, N, G, in_size, layer.x_bits, in_size,
-                           w_ih, ld_ih, 0.0f, w.gates.data(), G);
-      }
+      // The plan's two fixed row halves (the same calls, hence bits, whatever
+      // the thread count), on two threads where the directions leave one free.
+      const ThreadPlan& tp = plan_.threads;
+      run_tasks(2, tp.direction_threads > 1 ? 1 : tp.row_half_threads, [&](int64_t part) {
+        const RowHalf half = tp.row_halves[part];
+        if (half.count == 0) return;
+        gemm_bf16_or_float(Transpose::No, Transpose::Yes, half.count, G, in_size,
+                           layer.x_bits + half.first * in_size, in_size, w_ih, ld_ih, 0.0f,
+                           w.gates.data() + half.first * G, G);
+      });
       const int64_t n_state = p_.B * H;
       for (int64_t e = 0; e < n_state; ++e) {
         w.h_bits[0].data()[e] = float_to_bfloat16(w.h[0].data()[e]);
