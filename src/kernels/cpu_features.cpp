@@ -74,12 +74,12 @@ Isa requested_cap() {
 }
 
 // LSTMOP_BF16_STEP: "matmul" or "fused" decide the bfloat16 products' step
-// form; anything else leaves it to the CPU (matmul with AMX).
-bool bf16_matmul_step_wanted() {
+// form; anything else (unset) leaves it to the CPU (matmul with AMX).
+const char* bf16_step_request() {
   const char* env = std::getenv("LSTMOP_BF16_STEP");
-  if (env != nullptr && std::strcmp(env, "matmul") == 0) return true;
-  if (env != nullptr && std::strcmp(env, "fused") == 0) return false;
-  return cpu_features().amx_bf16;
+  if (env != nullptr && std::strcmp(env, "matmul") == 0) return "matmul";
+  if (env != nullptr && std::strcmp(env, "fused") == 0) return "fused";
+  return "";
 }
 
 Isa lower(Isa a, Isa b) { return static_cast<int>(a) < static_cast<int>(b) ? a : b; }
@@ -123,7 +123,10 @@ const KernelChoice& kernel_choice() {
     c.transpose = lower(c.cap, Isa::Avx2);
     c.bf16_gemm = c.cap == Isa::Avx512 && cpu_features().avx512_bf16;
     c.bf16_step = c.bf16_gemm;
-    c.bf16_matmul_step = c.bf16_step && bf16_matmul_step_wanted();
+    const std::string request = bf16_step_request();
+    c.bf16_matmul_step = c.bf16_step && (request == "matmul" ||
+                                         (request.empty() && cpu_features().amx_bf16));
+    c.bf16_matmul_min_batch = request == "matmul" ? 1 : 4;
     c.gemm_tn_at_full_rate = c.cap == Isa::Avx512;
     return c;
   }();
@@ -137,7 +140,8 @@ std::string describe(const KernelChoice& c) {
          ", cell backward " + isa_name(c.cell_backward) + ", transpose " +
          isa_name(c.transpose) + ", bf16 GEMM " + (c.bf16_gemm ? "yes" : "no") +
          ", bf16 forward step " + (c.bf16_step ? "yes" : "no") +
-         ", bf16 step on oneDNN matmul " + (c.bf16_matmul_step ? "yes" : "no") +
+         ", bf16 step on oneDNN matmul " +
+         (c.bf16_matmul_step ? "from batch " + std::to_string(c.bf16_matmul_min_batch) : "no") +
          (amx_bf16_usable() ? " (AMX)" : "") +
          ", TN weight gradients " + (c.gemm_tn_at_full_rate ? "yes" : "no");
 }

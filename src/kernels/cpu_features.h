@@ -48,11 +48,16 @@ struct KernelChoice {
   // oneDNN's bfloat16 matmul (vdpbf16ps): cap Avx512 and AVX512-BF16.
   bool bf16_gemm = false;
   // The bfloat16 products' per-step products on oneDNN's matmul
-  // (bf16_matmul_step.h) instead of lstmop's fused step: where bf16_step and
-  // the CPU has AMX tiles for bfloat16 the OS lets this process use (oneDNN
-  // runs the matmul on them). LSTMOP_BF16_STEP=matmul or fused overrides the
-  // choice where bf16_step (tests run the matmul form on any AVX512-BF16 CPU).
+  // (bf16_matmul_step.h) instead of lstmop's fused step, for batches of at
+  // least bf16_matmul_min_batch: where bf16_step and the CPU has AMX tiles
+  // for bfloat16 the OS lets this process use (oneDNN runs the matmul on
+  // them), from batch 4 (below, a step's product is too small to pay for a
+  // primitive's execution: ~2.5 us a step, measured on Zen 4 at B = 1,
+  // where the fused step takes 3.4 us in all). LSTMOP_BF16_STEP=matmul (any
+  // batch) or fused overrides the choice where bf16_step (tests run the
+  // matmul form on any AVX512-BF16 CPU).
   bool bf16_matmul_step = false;
+  int bf16_matmul_min_batch = 4;
   // dnnl_sgemm's TN form runs the weight-gradient shapes at its NT rate with
   // its AVX-512 kernels (Zen 4), at half of it with its AVX2 ones (Zen 3):
   // with AVX-512 the backward skips the transposed copies (cap Avx512).

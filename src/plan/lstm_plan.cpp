@@ -53,7 +53,8 @@ bool bf16_products(const LstmProblem& p) {
 
 // ... in the matmul form (ForwardPlan::bf16_matmul_step).
 bool bf16_matmul_step(const LstmProblem& p) {
-  return bf16_products(p) && kernels::kernel_choice().bf16_matmul_step;
+  const kernels::KernelChoice& choice = kernels::kernel_choice();
+  return bf16_products(p) && choice.bf16_matmul_step && p.B >= choice.bf16_matmul_min_batch;
 }
 
 }  // namespace

@@ -101,7 +101,8 @@ struct ForwardPlan {
   // float32). Otherwise float FMAs on the same values: the same products,
   // other sums.
   bool bf16_products = false;
-  // bf16_products in the matmul form (kernel_choice().bf16_matmul_step, AMX):
+  // bf16_products in the matmul form (kernel_choice().bf16_matmul_step, AMX,
+  // from its bf16_matmul_min_batch):
   // gates (N, 4H) = x_l w_ih^T in one gemm_bf16, then per step the recurrent
   // product on oneDNN's matmul (bf16_matmul_step.h) and the cell pass
   // (cell_pass.h) after it; never split mode (one part of all units).
