@@ -45,13 +45,13 @@
 #include "driver/drivers.h"
 #include "driver/sequence_rows.h"
 #include "driver/threads.h"
+#include "gemm/bf16_matmul_step.h"
 #include "gemm/gemm.h"
 #include "kernels/cell_pass.h"
 #include "kernels/recurrent_product.h"
 #include "kernels/step_forward.h"
 #include "kernels/recurrent_product_bf16.h"
 #include "kernels/step_forward_bf16.h"
-#include "gemm/bf16_matmul_step.h"
 #include "plan/lstm_plan.h"
 
 namespace lstmop {
@@ -146,8 +146,8 @@ class ForwardDriver {
         if (r > 0 && (rows.empty() || rows.back() != r)) rows.push_back(r);
       }
       for (int64_t k = 0; k < t.direction_workspaces && matmul_form_; ++k) {
-        matmul_form_ = !rows.empty() &&
-                       dir_[k].matmul.prepare(p.H, 4 * p.H, Transpose::Yes, rows, p.H, 4 * p.H, true);
+        matmul_form_ = !rows.empty() && dir_[k].matmul.prepare(p.H, 4 * p.H, Transpose::Yes,
+                                                               rows, p.H, 4 * p.H, true);
       }
     }
     for (int64_t k = 0; k < t.direction_workspaces; ++k) {

@@ -74,10 +74,63 @@ TEST(Bf16Gemm, MatchesDoubleReferenceOrDeclines) {
   }
 }
 
-// C (m, n) = A (m, k) * B on oneDNN's matmul with B packed once: each
-// element within k float roundings of the double sum of the exact products,
-// for every prepared row count, B stored (k, n) and (n, k); C's columns past
-// n (ldc > n) and rows past m untouched.
+// C (m, n) (+)= A (m, k) * B on oneDNN's matmul with B packed once: each
+// element within k float roundings of the double sum of the exact products
+// (and C's start with accumulate), for every prepared row count; C's columns
+// past n (ldc > n) and rows past m untouched.
+void check_matmul_step(int64_t k, int64_t n, lstmop::detail::Transpose tb, bool accumulate,
+                       std::mt19937& gen) {
+  using lstmop::detail::Transpose;
+  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+  const std::vector<int64_t> row_counts = {9, 6, 1};
+  const int64_t max_m = 9, lda = k + 3, ldc = n + 2;
+  std::vector<uint16_t> a(static_cast<std::size_t>(max_m * lda));
+  std::vector<uint16_t> b(static_cast<std::size_t>(k * n));
+  for (auto& v : a) v = bits_of(dist(gen));
+  for (auto& v : b) v = bits_of(dist(gen));
+  // B (k, n) element (p, j), stored (k, n) or (n, k).
+  auto b_at = [&](int64_t p, int64_t j) {
+    return lstmop::bfloat16_to_float(tb == Transpose::No ? b[p * n + j] : b[j * k + p]);
+  };
+  // C's start: 42, plus the row and column where the product accumulates.
+  auto start = [&](int64_t i, int64_t j) {
+    return accumulate ? 42.0f + static_cast<float>(i + 2 * j) : 42.0f;
+  };
+  lstmop::detail::Bf16MatmulStep step;
+  ASSERT_TRUE(step.prepare(k, n, tb, row_counts, lda, ldc, accumulate)) << k << "x" << n;
+  step.set_b(b.data());
+  for (int64_t m : row_counts) {
+    SCOPED_TRACE(::testing::Message() << "m " << m << " k " << k << " n " << n
+                                      << (tb == Transpose::No ? " B (k, n)" : " B (n, k)")
+                                      << " accumulate " << accumulate);
+    std::vector<float> c(static_cast<std::size_t>((max_m + 1) * ldc), 42.0f);
+    for (int64_t i = 0; i < m; ++i) {
+      for (int64_t j = 0; j < n; ++j) c[i * ldc + j] = start(i, j);
+    }
+    const int64_t runs = lstmop::detail::bf16_matmul_step_runs();
+    step.multiply(m, a.data(), c.data());
+    EXPECT_EQ(lstmop::detail::bf16_matmul_step_runs(), runs + 1);
+    for (int64_t i = 0; i <= max_m; ++i) {
+      for (int64_t j = 0; j < ldc; ++j) {
+        const float got = c[i * ldc + j];
+        if (i >= m || j >= n) {
+          ASSERT_EQ(got, 42.0f) << "C(" << i << ", " << j << ") written";
+          continue;
+        }
+        double ref = accumulate ? start(i, j) : 0.0, bound = std::fabs(ref);
+        for (int64_t p = 0; p < k; ++p) {
+          const double prod =
+              static_cast<double>(lstmop::bfloat16_to_float(a[i * lda + p])) * b_at(p, j);
+          ref += prod;
+          bound += std::fabs(prod);
+        }
+        ASSERT_LE(std::fabs(got - ref), (k + 1) * std::ldexp(1.0, -24) * bound)
+            << "C(" << i << ", " << j << ")";
+      }
+    }
+  }
+}
+
 TEST(Bf16MatmulStep, MatchesDoubleReference) {
   if (!lstmop::kernels::kernel_choice().bf16_step) {
     std::printf("[bf16 matmul step] no AVX512-BF16 (or capped): the bfloat16 products and "
@@ -88,57 +141,10 @@ TEST(Bf16MatmulStep, MatchesDoubleReference) {
               lstmop::kernels::amx_bf16_usable() ? "AMX tiles usable: oneDNN runs them"
                                                   : "no AMX: oneDNN's AVX512-BF16 kernels");
   std::mt19937 gen(17);
-  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
   using lstmop::detail::Transpose;
   for (Transpose tb : {Transpose::No, Transpose::Yes}) {
     for (auto [k, n] : {std::pair<int64_t, int64_t>{40, 160}, {136, 34}, {7, 5}}) {
-      const std::vector<int64_t> row_counts = {9, 6, 1};
-      const int64_t max_m = 9, lda = k + 3, ldc = n + 2;
-      std::vector<uint16_t> a(static_cast<std::size_t>(max_m * lda)), b(static_cast<std::size_t>(k * n));
-      for (auto& v : a) v = bits_of(dist(gen));
-      for (auto& v : b) v = bits_of(dist(gen));
-      // B (k, n) element (p, j) as stored.
-      auto b_at = [&](int64_t p, int64_t j) {
-        return lstmop::bfloat16_to_float(tb == Transpose::No ? b[p * n + j] : b[j * k + p]);
-      };
-     for (bool accumulate : {false, true}) {
-      lstmop::detail::Bf16MatmulStep step;
-      ASSERT_TRUE(step.prepare(k, n, tb, row_counts, lda, ldc, accumulate)) << k << "x" << n;
-      step.set_b(b.data());
-      for (int64_t m : row_counts) {
-        // C starts at 42 (+ the row and column with accumulate: C += A * B).
-        std::vector<float> c(static_cast<std::size_t>((max_m + 1) * ldc), 42.0f);
-        auto start = [&](int64_t i, int64_t j) {
-          return accumulate ? 42.0f + static_cast<float>(i + 2 * j) : 42.0f;
-        };
-        for (int64_t i = 0; i < m; ++i) {
-          for (int64_t j = 0; j < n; ++j) c[i * ldc + j] = start(i, j);
-        }
-        const int64_t runs = lstmop::detail::bf16_matmul_step_runs();
-        step.multiply(m, a.data(), c.data());
-        EXPECT_EQ(lstmop::detail::bf16_matmul_step_runs(), runs + 1);
-        for (int64_t i = 0; i <= max_m; ++i) {
-          for (int64_t j = 0; j < ldc; ++j) {
-            const float got = c[i * ldc + j];
-            if (i >= m || j >= n) {
-              ASSERT_EQ(got, 42.0f) << "C(" << i << ", " << j << ") written, m " << m;
-              continue;
-            }
-            double ref = accumulate ? start(i, j) : 0.0, bound = std::fabs(ref);
-            for (int64_t p = 0; p < k; ++p) {
-              const double prod =
-                  static_cast<double>(lstmop::bfloat16_to_float(a[i * lda + p])) * b_at(p, j);
-              ref += prod;
-              bound += std::fabs(prod);
-            }
-            ASSERT_LE(std::fabs(got - ref), (k + 1) * std::ldexp(1.0, -24) * bound)
-                << "C(" << i << ", " << j << ") m " << m << " k " << k << " n " << n
-                << (tb == Transpose::No ? " B (k, n)" : " B (n, k)") << " accumulate "
-                << accumulate;
-          }
-        }
-      }
-     }
+      for (bool accumulate : {false, true}) check_matmul_step(k, n, tb, accumulate, gen);
     }
   }
 }
@@ -182,7 +188,9 @@ TEST(Bf16Products, TakenWhereTheModelAllows) {
                     : "no AVX512-BF16 (or capped): the float FMA path runs every call");
   const bool matmul = lstmop::kernels::kernel_choice().bf16_matmul_step;
   std::printf("[bf16 products] step form: %s\n",
-              !units ? "none" : matmul ? "oneDNN matmul per step + cell pass" : "fused vdpbf16ps step");
+              !units   ? "none"
+              : matmul ? "oneDNN matmul per step + cell pass"
+                       : "fused vdpbf16ps step");
   EXPECT_EQ(plan_of(DType::BFloat16).bf16_products, units);
   // plan_of's batch is 2: the matmul form there only when forced (from batch 1).
   const bool small_batch_matmul =
