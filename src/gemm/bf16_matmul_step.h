@@ -29,26 +29,25 @@ namespace lstmop {
 namespace detail {
 
 class Bf16MatmulStep {
-public:
+ public:
   Bf16MatmulStep();
   ~Bf16MatmulStep();
-  Bf16MatmulStep(const Bf16MatmulStep &) = delete;
-  Bf16MatmulStep &operator=(const Bf16MatmulStep &) = delete;
+  Bf16MatmulStep(const Bf16MatmulStep&) = delete;
+  Bf16MatmulStep& operator=(const Bf16MatmulStep&) = delete;
 
   // Readies the products for every row count in row_counts (each >= 1): B
   // (k, n) stored as (k, n) rows (tb No) or (n, k) rows (tb Yes), contiguous
   // (row stride n, respectively k); A's rows lda apart, C's ldc apart;
   // accumulate: C += A * B instead of C = A * B. False where oneDNN refuses
   // a shape or memory runs out: then nothing is usable.
-  bool prepare(int64_t k, int64_t n, Transpose tb,
-               const std::vector<int64_t> &row_counts, int64_t lda, int64_t ldc,
-               bool accumulate);
+  bool prepare(int64_t k, int64_t n, Transpose tb, const std::vector<int64_t>& row_counts,
+               int64_t lda, int64_t ldc, bool accumulate);
   // B's bits, stored as prepare said, into the packed layout (per slot).
-  void set_b(const uint16_t *b);
+  void set_b(const uint16_t* b);
   // C (m, n) (+)= A (m, k) * B for a row count m given to prepare.
-  void multiply(int64_t m, const uint16_t *a, float *c) const;
+  void multiply(int64_t m, const uint16_t* a, float* c) const;
 
-private:
+ private:
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };
@@ -57,5 +56,5 @@ private:
 // path a call took).
 int64_t bf16_matmul_step_runs();
 
-} // namespace detail
-} // namespace lstmop
+}  // namespace detail
+}  // namespace lstmop
