@@ -137,6 +137,37 @@ def make_peers(names, problem, mode, threads, bins, plugin_class):
     return peers
 
 
+def machine_description():
+    """(The CPU's model name, the vector features lstmop's kernel choice reads and the caps
+    in the environment; the bfloat16 products' form lstmop picks, from the same flags as
+    kernels/cpu_features.h reads)."""
+    model, flags = platform.processor() or platform.machine(), set()
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                key, _, value = line.partition(":")
+                if key.strip() == "model name" and model in ("", platform.machine()):
+                    model = value.strip()
+                elif key.strip() == "flags":
+                    flags = set(value.split())
+                    break
+    except OSError:
+        pass
+    shown = [f for f in ("avx2", "fma", "avx512f", "avx512bw", "avx512_bf16", "avx512_fp16",
+                         "amx_tile", "amx_bf16") if f in flags]
+    caps = [f"{k}={os.environ[k]}" for k in ("LSTMOP_KERNEL_ISA", "LSTMOP_BF16_STEP",
+                                             "DNNL_MAX_CPU_ISA") if k in os.environ]
+    bf16 = os.environ.get("LSTMOP_BF16_STEP", "")
+    if "avx512_bf16" not in flags or os.environ.get("LSTMOP_KERNEL_ISA") in ("scalar", "avx2"):
+        form = "float32 FMAs (no AVX512-BF16 or capped)"
+    elif bf16 == "matmul" or (bf16 != "fused" and {"amx_tile", "amx_bf16"} <= flags):
+        form = "oneDNN matmul per step" + ("" if bf16 == "matmul" else " from batch 4")
+    else:
+        form = "fused vdpbf16ps step"
+    return (f"{model} [{' '.join(shown) or 'no AVX2'}]"
+            f"{' (' + ' '.join(caps) + ')' if caps else ''}", form)
+
+
 def one_core_for(threads):
     """The CPU a 1-thread row runs on: every peer of the row (this process and the subprocess
     peers, which inherit the affinity) on the same core, so each finds its caches as cold as the
@@ -274,8 +305,9 @@ def main(argv):
     reps = 1 if args.quick else args.reps
     sgemm_size = (256, 256, 256) if args.quick else tuple(int(v) for v in args.sgemm_size.split(","))
 
-    log.write(f"machine: {platform.processor() or platform.machine()}, {os.cpu_count()} cpus; "
-              f"python {platform.python_version()}\n")
+    machine, bf16_form = machine_description()
+    log.write(f"machine: {machine}, {os.cpu_count()} cpus; python {platform.python_version()}; "
+              f"lstmop's bfloat16 products: {bf16_form}\n")
     log.write(f"lstmop plugin: {'yes' if plugin_class else 'no (' + plugin_why + ')'}; "
               f"onednn peer: {bins['onednn']}; lstmop runner: {bins['runner']}; "
               f"sgemm probe: {bins['probe']}\n")
