@@ -15,7 +15,9 @@
 //          cell_pass_backward  -> d_gates[t] (n, 4H), dc_state
 //          db += column sums of d_gates[t]   (so db_ih = db_hh sums every row:
 //            per column the steps in this loop's order, rows in order)
-//          dh_state[:n] = d_gates[t] * w_hh           (recurrent_product.h)
+//          dh_state[:n] = d_gates[t] * w_hh           (recurrent_product.h;
+//            bfloat16 products: recurrent_product_bf16.h, or in the matmul
+//            form oneDNN's matmul, gemm/bf16_matmul_step.h)
 //        dh0, dc0 <- state;
 //        dw_ih = d_gates^T x_l, dw_hh = d_gates^T h_prev  (the plan's
 //          weight_gradients_tn: one TN GEMM each; otherwise a GEMM each per
@@ -38,11 +40,11 @@
 #include "driver/drivers.h"
 #include "driver/sequence_rows.h"
 #include "driver/threads.h"
+#include "gemm/bf16_matmul_step.h"
 #include "gemm/gemm.h"
 #include "gemm/transpose.h"
 #include "kernels/cell_pass.h"
 #include "kernels/recurrent_product.h"
-#include "gemm/bf16_matmul_step.h"
 #include "kernels/recurrent_product_bf16.h"
 #include "plan/lstm_plan.h"
 

@@ -36,6 +36,10 @@
 // when the plan makes it a candidate (large enough to pay for oneDNN's
 // primitive lookup) and both operands pass bf16_operands_normal (no
 // subnormals for the instruction to flush).
+// bfloat16 products in the matmul form (CPUs with AMX tiles: ForwardPlan::
+// bf16_matmul_step): gates = x_l w_ih^T on the bits (gemm_bf16), then per
+// step gates[t] += h w_hh^T on oneDNN's matmul (gemm/bf16_matmul_step.h),
+// the cell pass, h rounded to bfloat16.
 #include <algorithm>
 #include <type_traits>
 
