@@ -103,7 +103,7 @@ class BackwardDriver {
     arena_.add(d_in_, "the gradient of a layer's input (valid rows, input_size)",
                plan_.layer_rows);
     if (matmul_form_) {
-      const std::vector<int64_t> rows = step_row_counts();
+      const std::vector<int64_t> rows = distinct_step_batches(p);
       for (int64_t k = 0; k < t.direction_workspaces && matmul_form_; ++k) {
         matmul_form_ = dir_[k].matmul.prepare(4 * p.H, p.H, Transpose::No, rows, 4 * p.H, p.H,
                                               false);
@@ -560,16 +560,6 @@ class BackwardDriver {
          w.dw_hr.data(), H);
   }
 
-  // The distinct positive row counts of the steps.
-  std::vector<int64_t> step_row_counts() const {
-    std::vector<int64_t> rows;
-    for (int64_t step = 0; step < p_.T; ++step) {
-      const int64_t r = p_.step_batch[step];
-      if (r > 0 && (rows.empty() || rows.back() != r)) rows.push_back(r);
-    }
-    return rows;
-  }
-
   void run_direction(int64_t l, int64_t dir) {
     const ThreadPlan& t = plan_.threads;
     const bool split = t.threading == Threading::SplitUnits;
@@ -583,9 +573,7 @@ class BackwardDriver {
     if constexpr (kFloat) {
       if (plan_.bf16_products) {
         if (matmul_form_) {
-          for (int64_t g = 0; g < G; ++g) {
-            round_to_bfloat16_bits(w.w_hh_rows + g * w.ld_hh, H, w.w_hh_bits.data() + g * H);
-          }
+          round_rows_to_bfloat16_bits(w.w_hh_rows, G, w.ld_hh, H, w.w_hh_bits.data());
           w.matmul.set_b(w.w_hh_bits.data());
         } else {
           w.bf16_recurrent.set_b(w.w_hh_rows, w.ld_hh);
@@ -595,10 +583,8 @@ class BackwardDriver {
           copy_bits_rows(static_cast<const uint16_t*>(v.data), G, v.stride(0), in_size,
                          v.stride(1), own.w_ih_bits.data());
         } else {
-          for (int64_t g = 0; g < G; ++g) {
-            round_to_bfloat16_bits(own.w_ih_rows + g * own.ld_ih, in_size,
-                                   own.w_ih_bits.data() + g * in_size);
-          }
+          round_rows_to_bfloat16_bits(own.w_ih_rows, G, own.ld_ih, in_size,
+                                      own.w_ih_bits.data());
         }
       } else if (split) {
         for (int part = 0; part < 2; ++part) {

@@ -143,12 +143,7 @@ class ForwardDriver {
     }
     const int64_t max_in = std::max(p.I, p.D * p.R);
     if (matmul_form_) {
-      // The row counts of the steps (step_batch is non-increasing).
-      std::vector<int64_t> rows;
-      for (int64_t step = 0; step < p.T; ++step) {
-        const int64_t r = p.step_batch[step];
-        if (r > 0 && (rows.empty() || rows.back() != r)) rows.push_back(r);
-      }
+      const std::vector<int64_t> rows = distinct_step_batches(p);
       for (int64_t k = 0; k < t.direction_workspaces && matmul_form_; ++k) {
         matmul_form_ = !rows.empty() && dir_[k].matmul.prepare(p.H, 4 * p.H, Transpose::Yes,
                                                                rows, p.H, 4 * p.H, true);
@@ -535,11 +530,8 @@ class ForwardDriver {
         copy_bits_rows(static_cast<const uint16_t*>(params_[base + 1].data), G,
                        params_[base + 1].stride(0), H, 1, w.w_hh_bits.data());
       } else {
-        for (int64_t g = 0; g < G; ++g) {
-          round_to_bfloat16_bits(w.w_ih_rows + g * w.ld_ih, in_size,
-                                 w.w_ih_bits.data() + g * in_size);
-          round_to_bfloat16_bits(w.w_hh_rows + g * w.ld_hh, H, w.w_hh_bits.data() + g * H);
-        }
+        round_rows_to_bfloat16_bits(w.w_ih_rows, G, w.ld_ih, in_size, w.w_ih_bits.data());
+        round_rows_to_bfloat16_bits(w.w_hh_rows, G, w.ld_hh, H, w.w_hh_bits.data());
       }
       w.matmul.set_b(w.w_hh_bits.data());
       // The plan's two fixed row halves (the same calls, hence bits, whatever

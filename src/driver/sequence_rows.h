@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <type_traits>
+#include <vector>
 
 #include "common/element_access.h"
 #include "plan/lstm_problem.h"
@@ -214,6 +215,17 @@ inline void gather_previous_state_bits(const LstmProblem& p, const TensorView& s
                      rows - from_saved, initial->stride(1), width, initial->stride(2), out);
     }
   }
+}
+
+// The distinct positive row counts of the steps (step_batch is
+// non-increasing), largest first.
+inline std::vector<int64_t> distinct_step_batches(const LstmProblem& p) {
+  std::vector<int64_t> rows;
+  for (int64_t t = 0; t < p.T; ++t) {
+    const int64_t r = p.step_batch[t];
+    if (r > 0 && (rows.empty() || rows.back() != r)) rows.push_back(r);
+  }
+  return rows;
 }
 
 }  // namespace detail

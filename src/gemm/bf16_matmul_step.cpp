@@ -12,6 +12,7 @@
 #include <mutex>
 #include <new>
 #include <tuple>
+#include <unordered_map>
 
 #include "gemm/one_openmp_thread.h"
 
@@ -122,6 +123,9 @@ struct Bf16MatmulStep::Impl {
   struct Step {
     dnnl::matmul primitive;
     memory a, c;
+    // The execution's arguments, built once: a and c are handles of the
+    // objects in here, so a step only points them at its rows.
+    std::unordered_map<int, memory> args;
   };
   std::vector<Step> steps;
 };
@@ -168,6 +172,12 @@ bool Bf16MatmulStep::prepare(int64_t k, int64_t n, Transpose tb,
     impl->scratch_mem = memory(
         memory::desc({static_cast<int64_t>(scratch_bytes)}, memory::data_type::u8, memory::dims{1}),
         engine, impl->scratch.data());
+    for (Impl::Step& step : impl->steps) {
+      step.args = {{DNNL_ARG_SRC, step.a},
+                   {DNNL_ARG_WEIGHTS, impl->packed_b},
+                   {DNNL_ARG_DST, step.c},
+                   {DNNL_ARG_SCRATCHPAD, impl->scratch_mem}};
+    }
     impl_ = std::move(impl);
     return true;
   } catch (const dnnl::error&) {
@@ -189,10 +199,7 @@ void Bf16MatmulStep::multiply(int64_t m, const uint16_t* a, float* c) const {
   Impl::Step& step = impl_->steps[static_cast<std::size_t>(impl_->index[m] - 1)];
   step.a.set_data_handle(const_cast<uint16_t*>(a));
   step.c.set_data_handle(c);
-  step.primitive.execute(impl_->stream, {{DNNL_ARG_SRC, step.a},
-                                         {DNNL_ARG_WEIGHTS, impl_->packed_b},
-                                         {DNNL_ARG_DST, step.c},
-                                         {DNNL_ARG_SCRATCHPAD, impl_->scratch_mem}});
+  step.primitive.execute(impl_->stream, step.args);
   impl_->stream.wait();
   g_runs.fetch_add(1, std::memory_order_relaxed);
 }

@@ -157,5 +157,10 @@ void Bf16RecurrentProduct::multiply(int64_t m, const uint16_t* a, int64_t lda, f
 
 void round_to_bfloat16_bits(const float* src, int64_t n, uint16_t* dst) { round_bits(src, n, dst); }
 
+void round_rows_to_bfloat16_bits(const float* src, int64_t rows, int64_t ld, int64_t cols,
+                                 uint16_t* dst) {
+  for (int64_t r = 0; r < rows; ++r) round_bits(src + r * ld, cols, dst + r * cols);
+}
+
 }  // namespace detail
 }  // namespace lstmop

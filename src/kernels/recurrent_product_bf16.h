@@ -37,6 +37,9 @@ class Bf16RecurrentProduct {
 
 // dst[e] = bfloat16 bits of src[e], nearest even, e < n (vcvtneps2bf16).
 void round_to_bfloat16_bits(const float* src, int64_t n, uint16_t* dst);
+// The same for a (rows, cols) matrix of row stride ld into contiguous rows.
+void round_rows_to_bfloat16_bits(const float* src, int64_t rows, int64_t ld, int64_t cols,
+                                 uint16_t* dst);
 
 }  // namespace detail
 }  // namespace lstmop
