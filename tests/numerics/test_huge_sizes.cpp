@@ -152,7 +152,9 @@ void expect_refused_fast(const std::vector<std::pair<std::string, std::function<
     EXPECT_TRUE(r.threw_error) << (r.threw_other ? "threw another exception: " + r.what
                                                  : std::string("did not throw"));
     EXPECT_FALSE(r.threw_other) << r.what;
-    if (!argument.empty()) EXPECT_EQ(r.argument, argument) << r.what;
+    if (!argument.empty()) {
+      EXPECT_EQ(r.argument, argument) << r.what;
+    }
     for (const std::string& c : contains) {
       EXPECT_NE(r.what.find(c), std::string::npos) << "message lacks '" << c << "': " << r.what;
     }
