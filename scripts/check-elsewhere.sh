@@ -37,8 +37,9 @@ if has info; then
     head -2 /etc/os-release
     c++ --version | head -1
     cmake --version | head -1
-    $py -c 'import sys, torch; print(sys.version); print(torch.__version__,
-torch.backends.mkldnn.is_available(), torch.backends.cpu.get_cpu_capability())' 2>&1
+    $py -c 'import sys, torch; cpu = getattr(torch.backends, "cpu", None)
+print(sys.version); print("torch", torch.__version__, "mkldnn",
+torch.backends.mkldnn.is_available(), "capability", cpu and cpu.get_cpu_capability())' 2>&1
   } 2>&1 | tee "$OUT/info.log"
 fi
 
