@@ -201,7 +201,13 @@ LstmTuple run_lstm(const Tensor& input, TensorList hx, TensorList params, bool h
                    int64_t num_layers, double dropout, bool training, bool bidirectional,
                    bool batch_first, const c10::optional<Tensor>& batch_sizes,
                    bool save_activations) {
-  TORCH_CHECK(dropout >= 0.0 && dropout <= 1.0, "dropout must lie in [0, 1], got ", dropout);
+  // Dropout between layers, as aten::lstm applies it: in training, with more than one layer
+  // and dropout != 0 (a NaN too). Its value is checked only then, as torch.nn.LSTM's call
+  // checks it (a module whose dropout attribute was set out of range runs in eval mode).
+  const bool between_layers = training && num_layers > 1 && dropout != 0.0;
+  TORCH_CHECK(!between_layers || (dropout >= 0.0 && dropout <= 1.0),
+              "dropout must lie in [0, 1] where it is applied (training, num_layers > 1), got ",
+              dropout);
   const bool packed = batch_sizes.has_value() && batch_sizes->defined();
   PackedLayout layout;
   c10::optional<Tensor> op_batch_sizes;
@@ -221,7 +227,7 @@ LstmTuple run_lstm(const Tensor& input, TensorList hx, TensorList params, bool h
 
   // A CPU PackedSequence in one call: the core reads and writes the packed
   // rows themselves (no padded copies of the input, the output, grad_y, dx).
-  if (packed && input.device().is_cpu() && !(training && dropout > 0.0 && num_layers > 1)) {
+  if (packed && input.device().is_cpu() && !between_layers) {
     const int64_t rows = layout.steps * layout.batch;
     if (!save_activations) {
       const auto r = lstmop_torch::forward_packed_rows(input, hx, params, has_biases, num_layers,
@@ -235,7 +241,7 @@ LstmTuple run_lstm(const Tensor& input, TensorList hx, TensorList params, bool h
   }
   Tensor layer_input = packed ? padded_rows(input, layout) : input;
   Tensor output, hy, cy;
-  if (!(training && dropout > 0.0 && num_layers > 1)) {
+  if (!between_layers) {
     const auto result = lstmop_torch::forward_op().call(layer_input, hx, params, has_biases,
                                                         num_layers, 0.0, save_activations,
                                                         bidirectional, batch_first, op_batch_sizes);

@@ -19,3 +19,9 @@ class IndexValueError(IndexError, ValueError):
 class RuntimeTypeError(RuntimeError, TypeError):
     """torch raises RuntimeError or TypeError depending on the shape of what came (an hx that is
     not a tuple of two tensors)."""
+
+
+class IndexRuntimeTypeError(IndexError, RuntimeError, TypeError):
+    """A single tensor as hx whose first dimension has fewer than 2 entries (the mistake of
+    passing h_0 alone, num_layers * directions being 1): torch.nn.LSTM indexes hx[1] and raises
+    IndexError, or RuntimeError where its hidden-size check comes first (a PackedSequence)."""

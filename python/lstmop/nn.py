@@ -15,7 +15,7 @@ from torch import Tensor
 from torch.nn.utils.rnn import PackedSequence
 
 from . import _docs
-from .errors import IndexValueError, RuntimeTypeError, RuntimeValueError
+from .errors import IndexRuntimeTypeError, IndexValueError, RuntimeTypeError, RuntimeValueError
 
 # Checks run in eager mode only (under `if not torch.jit.is_scripting()`): they use Python that
 # TorchScript does not compile, and raise the exception classes torch.nn.LSTM raises for the
@@ -39,12 +39,17 @@ def _checked_num_layers(num_layers):
 
 def _check_hx_container(hx):
     """hx is None or a tuple (h_0, c_0). torch.nn.LSTM fails with IndexError for fewer than two
-    tensors, RuntimeError for more, and RuntimeError or TypeError for a non-tuple."""
+    tensors, RuntimeError for more, and RuntimeError or TypeError for a non-tuple (IndexError
+    too for a single tensor of fewer than 2 rows, whose hx[1] it indexes)."""
     if hx is None:
         return
     if not isinstance(hx, (tuple, list)):
-        raise RuntimeTypeError(f"hx must be a tuple (h_0, c_0) of 2 tensors, got a "
-                               f"{type(hx).__name__}")
+        message = f"hx must be a tuple (h_0, c_0) of 2 tensors, got a {type(hx).__name__}"
+        if isinstance(hx, torch.Tensor):
+            message += f" of shape {tuple(hx.shape)}"
+            if hx.dim() == 0 or hx.size(0) < 2:
+                raise IndexRuntimeTypeError(message)
+        raise RuntimeTypeError(message)
     message = f"hx must be a tuple (h_0, c_0) of 2 tensors, got {len(hx)}"
     if len(hx) < 2:
         raise IndexError(message)

@@ -13,7 +13,7 @@ import torch
 from torch.nn.utils.rnn import PackedSequence, pack_padded_sequence
 
 import lstmop
-from lstmop.errors import IndexValueError, RuntimeTypeError, RuntimeValueError
+from lstmop.errors import IndexRuntimeTypeError, IndexValueError, RuntimeTypeError, RuntimeValueError
 from validation_support import digests, expect_error
 
 
@@ -42,6 +42,31 @@ def rejected(m, x, hx, contains, seconds=None, error=RuntimeError):
 @pytest.mark.parametrize("dropout", [-0.1, 1.5, math.nan])
 def test_dropout_outside_zero_one(dropout):
     expect_error(lambda: module(dropout=dropout), ["dropout"], error=ValueError)  # torch's own
+
+
+@pytest.mark.parametrize("dropout", [-0.1, 1.5, math.nan])
+def test_dropout_attribute_set_out_of_range_later(dropout):
+    """torch.nn.LSTM checks the value where it applies dropout (training, num_layers > 1): in
+    eval mode, or with one layer, the module runs, as lstmop's does (with torch's results)."""
+    x = torch.randn(4, 2, 5, dtype=torch.float64)
+    for layers in (1, 2):
+        m = module(num_layers=layers).double()
+        ref = torch.nn.LSTM(5, 3, num_layers=layers, bidirectional=True).double()
+        ref.load_state_dict(m.state_dict())
+        m.dropout = ref.dropout = dropout
+        for training in (False, True):
+            m.train(training)
+            ref.train(training)
+            if training and layers > 1:
+                with pytest.raises(RuntimeError):
+                    ref(x)
+                expect_error(lambda: m(x), ["dropout", "[0, 1]", f"got {dropout}"], (x,))
+                continue
+            out, (h, c) = m(x)
+            ref_out, (ref_h, ref_c) = ref(x)
+            torch.testing.assert_close(out, ref_out, rtol=1e-12, atol=1e-12)
+            torch.testing.assert_close(h, ref_h, rtol=1e-12, atol=1e-12)
+            torch.testing.assert_close(c, ref_c, rtol=1e-12, atol=1e-12)
 
 
 @pytest.mark.parametrize("num_layers", [0, -1])
@@ -199,6 +224,28 @@ def test_hx_that_is_not_a_tuple():
     m = module()
     x, (h, c) = inputs()
     rejected(m, x, h, ["hx", "tuple", "Tensor"], error=RuntimeTypeError)
+    rejected(m, x, 3, ["hx", "tuple", "int"], error=RuntimeTypeError)
+
+
+@pytest.mark.parametrize("packed_input", [False, True])
+def test_h0_alone_as_hx_raises_what_torch_raises(packed_input):
+    """lstm(x, h0) with h0 (1, B, H), the mistake of passing h_0 alone: torch indexes hx[1] of a
+    1-row tensor (IndexError), or first checks hx[0]'s size (RuntimeError, PackedSequence
+    input); a tensor of 2 rows gets RuntimeError. lstmop's class is (a subclass of) torch's."""
+    m = module(num_layers=1, bidirectional=False)
+    ref = torch.nn.LSTM(5, 3)
+    x = torch.randn(4, 2, 5)
+    if packed_input:
+        x = torch.nn.utils.rnn.pack_padded_sequence(x, [4, 4])
+    for rows in (1, 2):
+        hx = torch.randn(rows, 2, 3)
+        with pytest.raises(Exception) as expected:
+            ref(x, hx)
+        error = expect_error(lambda: m(x, hx), ["hx", "tuple", "Tensor", f"shape (1, 2, 3)"
+                                                 if rows == 1 else "shape (2, 2, 3)"],
+                             (x, hx), error=IndexRuntimeTypeError if rows == 1
+                             else RuntimeTypeError)
+        assert isinstance(error, type(expected.value)), (type(error), type(expected.value))
 
 
 # ------------------------------------------------------------------------------------------

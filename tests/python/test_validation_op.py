@@ -477,10 +477,19 @@ def lstm_op(a, dropout=0.0, training=False, packed_data=None, batch_sizes=None):
 
 @pytest.mark.parametrize("dropout", [-0.5, 1.5, math.nan])
 def test_lstm_dropout_outside_zero_one(dropout):
+    """Checked where dropout applies (training, L > 1), as aten::lstm checks it; elsewhere the
+    value is not read: the results are those of dropout 0."""
     a = Problem().args()
+    expect_error(lambda: lstm_op(a, dropout, True), ["dropout", "[0, 1]", "training"],
+                 (a["input"], a["hx"], a["params"]))
+    expected = lstm_op(a, 0.0, False)
+    for result, want in zip(lstm_op(a, dropout, False), expected):
+        assert torch.equal(result, want)
+    one_layer = Problem(L=1).args()
     for training in (False, True):
-        expect_error(lambda: lstm_op(a, dropout, training), ["dropout", "[0, 1]"],
-                     (a["input"], a["hx"], a["params"]))
+        for result, want in zip(lstm_op(one_layer, dropout, training),
+                                lstm_op(one_layer, 0.0, training)):
+            assert torch.equal(result, want)
 
 
 @pytest.mark.parametrize("requires_grad", [False, True])
