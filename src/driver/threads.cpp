@@ -67,7 +67,12 @@ void spin_then_yield(Ready ready, int64_t spin_us) {
 // ms a call instead of 1.1).
 class Helper {
  public:
-  Helper() { std::thread([this] { loop(); }).detach(); }
+  // Returns once the thread runs (its id known, so that the first job is
+  // placed too).
+  Helper() {
+    std::thread([this] { loop(); }).detach();
+    while (tid_.load(std::memory_order_acquire) == 0) std::this_thread::yield();
+  }
 
   // Starts job on the helper, or returns false when another caller has it.
   bool try_start(const std::function<void()>* job) {
