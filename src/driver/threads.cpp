@@ -14,12 +14,26 @@
 #include <mutex>
 #include <exception>
 #include <immintrin.h>
+#include <omp.h>
 #include <string>
 #include <system_error>
 #include <thread>
 #include <vector>
 
 #include "lstmop/lstm.h"
+
+// ThreadSanitizer builds (GCC defines __SANITIZE_THREAD__, clang answers
+// __has_feature).
+#if defined(__SANITIZE_THREAD__)
+#define LSTMOP_THREAD_SANITIZER 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define LSTMOP_THREAD_SANITIZER 1
+#endif
+#endif
+#ifndef LSTMOP_THREAD_SANITIZER
+#define LSTMOP_THREAD_SANITIZER 0
+#endif
 
 namespace lstmop {
 namespace {
@@ -50,6 +64,16 @@ void spin_then_yield(Ready ready, int64_t spin_us) {
       std::this_thread::yield();
     }
   }
+}
+
+// The CPUs of `allowed` without `cpu`, or all of them when that would leave
+// none.
+cpu_set_t without_cpu(const cpu_set_t& allowed, int cpu) {
+  cpu_set_t result = allowed;
+  if (cpu >= 0 && cpu < CPU_SETSIZE && CPU_ISSET(cpu, &result) && CPU_COUNT(&result) >= 2) {
+    CPU_CLR(cpu, &result);
+  }
+  return result;
 }
 
 // One persistent helper thread. A thread started per call begins on its
@@ -98,12 +122,10 @@ class Helper {
     cpu_set_t allowed;
     CPU_ZERO(&allowed);
     if (tid == 0 || sched_getaffinity(0, sizeof allowed, &allowed) != 0) return;
-    if (cpu >= 0 && cpu < CPU_SETSIZE && CPU_ISSET(cpu, &allowed) && CPU_COUNT(&allowed) >= 2) {
-      CPU_CLR(cpu, &allowed);
-    }
-    if (placed_ && CPU_EQUAL(&allowed, &placement_)) return;
-    if (sched_setaffinity(tid, sizeof allowed, &allowed) == 0) {
-      placement_ = allowed;
+    const cpu_set_t wanted = without_cpu(allowed, cpu);
+    if (placed_ && CPU_EQUAL(&wanted, &placement_)) return;
+    if (sched_setaffinity(tid, sizeof wanted, &wanted) == 0) {
+      placement_ = wanted;
       placed_ = true;
     }
   }
@@ -158,6 +180,68 @@ Helper* helper() {
   return current;
 }
 
+// The process that loaded lstmop. A child forked from it (without exec) has
+// the parent's libgomp state but not its threads: a parallel region there
+// waits for threads that do not exist, so a forked child uses the helper.
+const pid_t g_loading_process = getpid();
+
+// Runs first() on the calling thread and second() on the other thread of an
+// OpenMP team of two, at the same time; returns false, having run nothing,
+// when the team has one thread (a call from inside a parallel region, a
+// thread limit), in a forked child, and in ThreadSanitizer builds (TSan does
+// not see libgomp's synchronisation). In a torch process the team's second
+// thread is torch's own OpenMP worker (one libgomp per process): after each
+// of torch's parallel operations it spins on the other core for a while, and
+// a helper thread of lstmop's own shared that core with it (S2 training on
+// two threads in a loop with torch operations between the calls: 30 ms a
+// step on the helper, 19 on the team, the C++ runner's 20). The second thread
+// is kept off the caller's CPU like the helper, where its affinity is the
+// caller's (or lstmop's last setting): a binding the user gave it
+// (OMP_PROC_BIND, ...) is left alone.
+bool run_on_team(const std::function<void()>& first, const std::function<void()>& second) {
+#if LSTMOP_THREAD_SANITIZER
+  (void)first, (void)second;
+  return false;
+#else
+  if (omp_in_parallel() || getpid() != g_loading_process) return false;
+  cpu_set_t caller_allowed;
+  CPU_ZERO(&caller_allowed);
+  const bool know_allowed = sched_getaffinity(0, sizeof caller_allowed, &caller_allowed) == 0;
+  const int caller_cpu = sched_getcpu();
+  int team = 0;
+#pragma omp parallel num_threads(2)
+  {
+#pragma omp single
+    team = omp_get_num_threads();
+    // (the single's barrier: every thread reads the team size before any work)
+    if (team == 2) {
+      if (omp_get_thread_num() == 0) {
+        first();
+      } else {
+        if (know_allowed) {
+          thread_local bool placed = false;
+          thread_local cpu_set_t placement;
+          cpu_set_t current;
+          CPU_ZERO(&current);
+          if (sched_getaffinity(0, sizeof current, &current) == 0 &&
+              (CPU_EQUAL(&current, &caller_allowed) ||
+               (placed && CPU_EQUAL(&current, &placement)))) {
+            const cpu_set_t wanted = without_cpu(caller_allowed, caller_cpu);
+            if (!CPU_EQUAL(&wanted, &current) &&
+                sched_setaffinity(0, sizeof wanted, &wanted) == 0) {
+              placement = wanted;
+              placed = true;
+            }
+          }
+        }
+        second();
+      }
+    }
+  }
+  return team == 2;
+#endif
+}
+
 }  // namespace
 
 void run_tasks(int64_t count, int64_t max_threads, const std::function<void(int64_t)>& task) {
@@ -178,7 +262,14 @@ void run_tasks(int64_t count, int64_t max_threads, const std::function<void(int6
     }
   };
   if (workers == 2) {
+    const std::function<void()> first = [&work] { work(0); };
     const std::function<void()> second = [&work] { work(1); };
+    if (run_on_team(first, second)) {
+      for (const std::exception_ptr& e : errors) {
+        if (e) std::rethrow_exception(e);
+      }
+      return;
+    }
     if (Helper* h = helper(); h != nullptr && h->try_start(&second)) {
       work(0);
       h->wait_done();
@@ -226,6 +317,8 @@ bool run_pair(const std::function<void(int)>& part) {
     const ControlWordScope environment(control_word);
     part(1);
   };
+  const std::function<void()> first_part = [&part] { part(0); };
+  if (run_on_team(first_part, second_part)) return true;
   if (Helper* h = helper(); h != nullptr && h->try_start(&second_part)) {
     part(0);
     h->wait_done();

@@ -14,7 +14,8 @@ namespace lstmop {
 namespace detail {
 
 // Runs task(0), ..., task(count - 1), spread over min(max_threads, count)
-// threads (the caller's included). Rethrows the first exception of a task.
+// threads (the caller's included; two as run_pair finds its second thread).
+// Rethrows the first exception of a task.
 // The caller decides max_threads once (from get_num_threads()) and sizes its
 // per-task workspaces by it, so a concurrent set_num_threads cannot change the
 // split mid-call.
@@ -30,10 +31,13 @@ class PairBarrier {
   std::atomic<int64_t> generation_{0};
 };
 
-// Runs part(0) on the calling thread and part(1) on a new one, at the same
-// time (the parts may meet at a PairBarrier). Returns false, having run
-// nothing, when no thread can be started: the caller then does the work
-// another way. Neither part may throw.
+// Runs part(0) on the calling thread and part(1) on another one, at the same
+// time (the parts may meet at a PairBarrier): the other thread of an OpenMP
+// team of two (in a torch process torch's own worker, so that the two do not
+// share a core), else lstmop's helper thread, else a new thread; it is kept
+// off the caller's CPU where the caller may run on two or more. Returns false,
+// having run nothing, when no thread can be had: the caller then does the
+// work another way. Neither part may throw.
 bool run_pair(const std::function<void(int)>& part);
 
 }  // namespace detail

@@ -1,9 +1,12 @@
 // The pair of threads behind split mode and the parallel directions
 // (driver/threads.h): both parts run, at the same time, meeting at the
-// barrier in lockstep, and the helper thread never runs on the CPU its caller
-// is on when the caller may use another (a helper placed on its caller's CPU
-// passed the core back and forth at every barrier: 10x slower steps).
+// barrier in lockstep, also when called from inside an OpenMP parallel region
+// (a team of one there: the helper thread), and the second thread never runs
+// on the CPU its caller is on when the caller may use another (a helper placed
+// on its caller's CPU passed the core back and forth at every barrier: 10x
+// slower steps).
 #include <gtest/gtest.h>
+#include <omp.h>
 #include <sched.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -61,7 +64,7 @@ TEST(ThreadPair, PartsMeetInLockstepAtTheBarrier) {
   EXPECT_FALSE(out_of_step.load());
 }
 
-TEST(ThreadPair, HelperRunsOffTheCallersCpu) {
+TEST(ThreadPair, SecondThreadRunsOffTheCallersCpu) {
   const std::set<int> allowed = allowed_cpus_of(own_tid());
   if (allowed.size() < 2) {
     GTEST_SKIP() << "this process may run on " << allowed.size()
@@ -92,6 +95,26 @@ TEST(ThreadPair, HelperRunsOffTheCallersCpu) {
     EXPECT_EQ(allowed_cpus_of(helper_tid.load()), expected) << "call " << call;
   }
   EXPECT_GE(checked, 10) << "the caller changed CPUs during most calls";
+}
+
+TEST(ThreadPair, PairsCalledFromInsideAnOpenMpRegionRunInLockstep) {
+  // Each thread of an outer team runs pairs of its own: no team of two can be
+  // had there, so the second part goes to the helper (one caller) or a thread
+  // of its own (the other); a part left waiting at the barrier would hang.
+  std::atomic<int> completed{0};
+#pragma omp parallel num_threads(2)
+  {
+    for (int call = 0; call < 20; ++call) {
+      PairBarrier barrier;
+      std::atomic<int> arrived{0};
+      const bool ran = run_pair([&](int) {
+        for (int step = 0; step < 50; ++step) barrier.wait();
+        arrived.fetch_add(1);
+      });
+      if (ran && arrived.load() == 2) completed.fetch_add(1);
+    }
+  }
+  EXPECT_EQ(completed.load(), 2 * 20);
 }
 
 }  // namespace

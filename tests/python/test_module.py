@@ -2,7 +2,10 @@
 state_dict, every input form (batched, batch_first, unbatched, PackedSequence sorted and
 unsorted) forward and backward, dropout, dtypes, and a short training loop."""
 import dataclasses
+import os
 import random
+import subprocess
+import sys
 
 import pytest
 import torch
@@ -463,3 +466,33 @@ def test_packed_sequence_gradients_are_differentiable_again():
 
     assert torch.autograd.gradcheck(f, (x, h0))
     assert torch.autograd.gradgradcheck(f, (x, h0))
+
+
+FORKED_CHILD_SCRIPT = r"""
+import hashlib, os, sys, torch, lstmop.nn
+torch.set_num_threads(2)
+torch.manual_seed(0)
+modules = [lstmop.nn.LSTM(256, 256), lstmop.nn.LSTM(64, 64, bidirectional=True)]
+inputs = [torch.randn(20, 32, 256), torch.randn(20, 16, 64)]
+def digest():
+    with torch.no_grad():
+        return [hashlib.sha256(m(x)[0].numpy().tobytes()).hexdigest()
+                for m, x in zip(modules, inputs)]
+parent = digest()
+pid = os.fork()
+if pid == 0:
+    # No torch operation of its own here: torch's parallel operations wait forever in a child
+    # forked after any OpenMP team ran in the parent (torch.nn.LSTM's as well as lstmop's).
+    os._exit(0 if digest() == parent else 3)
+_, status = os.waitpid(pid, 0)
+sys.exit(os.waitstatus_to_exitcode(status))
+"""
+
+
+def test_a_forked_child_runs_lstmop_after_two_thread_calls_in_the_parent():
+    """The parent's 2-thread calls ran their second part on an OpenMP team; a child forked from
+    it has libgomp's state but not its threads, so its calls take lstmop's helper thread (a team
+    there would wait forever) and give the parent's bits."""
+    result = subprocess.run([sys.executable, "-c", FORKED_CHILD_SCRIPT], timeout=120,
+                            capture_output=True, text=True, env=os.environ)
+    assert result.returncode == 0, result.stderr
