@@ -72,6 +72,28 @@ def _check_input_dtype(input, weight):
                                 f"got {input.dtype}")
 
 
+def _autocast_dtype(input, hx, weight):
+    """Inside torch.autocast on the CPU, an input of the autocast dtype into float32 parameters
+    runs as torch.nn.LSTM runs it there: in the widest dtype of the input and hx (the autocast
+    dtype without hx or with hx of that dtype, float32 with float32 hx), the parameters, hx and
+    input cast to it (the gradients reach the float32 parameters through the casts). That
+    dtype, else None."""
+    if input.device.type != "cpu" or weight.dtype != torch.float32:
+        return None
+    try:  # torch >= 2.4
+        enabled = torch.is_autocast_enabled("cpu")
+        dtype = torch.get_autocast_dtype("cpu") if enabled else None
+    except TypeError:  # earlier: no device argument
+        enabled = torch.is_autocast_cpu_enabled()
+        dtype = torch.get_autocast_cpu_dtype() if enabled else None
+    if not enabled or input.dtype != dtype:
+        return None
+    for h in hx if hx is not None else ():
+        if torch.is_tensor(h) and h.is_floating_point():
+            dtype = torch.promote_types(dtype, h.dtype)
+    return dtype
+
+
 def _check_packed_batch_sizes(batch_sizes):
     """What torch's own checks need of a PackedSequence's batch_sizes before they read
     batch_sizes[0]; the op checks its values. Empty: IndexError, as torch.nn.LSTM."""
@@ -115,6 +137,14 @@ class LSTM(torch.nn.LSTM):
         if not torch.jit.is_scripting():
             _check_hx_container(hx)
             weights = [getattr(self, name) for name in self._flat_weights_names]
+            data = input.data if isinstance(input, PackedSequence) else input
+            autocast = _autocast_dtype(data, hx, weights[0]) if torch.is_tensor(data) else None
+            if autocast is not None:
+                weights = [w.to(autocast) for w in weights]
+                if hx is not None:
+                    hx = tuple(h.to(autocast) if torch.is_tensor(h) and h.is_floating_point()
+                               else h for h in hx)
+                input = input.to(autocast)  # a PackedSequence too
         orig_input = input
         # isinstance must be tested in a conditional for TorchScript (as in torch.nn.LSTM).
         batch_sizes = None
