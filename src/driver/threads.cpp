@@ -76,6 +76,23 @@ cpu_set_t without_cpu(const cpu_set_t& allowed, int cpu) {
   return result;
 }
 
+// A thread's CPUs as lstmop last set them (per thread it places).
+class Placement {
+ public:
+  bool is(const cpu_set_t& cpus) const { return placed_ && CPU_EQUAL(&cpus, &cpus_); }
+  // Sets thread tid's CPUs (0: the calling thread's), remembered if it took.
+  void set(pid_t tid, const cpu_set_t& cpus) {
+    if (sched_setaffinity(tid, sizeof cpus, &cpus) == 0) {
+      cpus_ = cpus;
+      placed_ = true;
+    }
+  }
+
+ private:
+  bool placed_ = false;
+  cpu_set_t cpus_;
+};
+
 // One persistent helper thread. A thread started per call begins on its
 // parent's core, and while the parent spins at the first barrier the
 // scheduler may take milliseconds to move it (measured: median S3 step loop
@@ -118,16 +135,11 @@ class Helper {
   // The helper's CPUs: the calling thread's allowed set without `cpu` (all of
   // it when that would leave none). A system call only when the set changes.
   void keep_off(int cpu) {
-    const pid_t tid = tid_.load(std::memory_order_acquire);
     cpu_set_t allowed;
     CPU_ZERO(&allowed);
-    if (tid == 0 || sched_getaffinity(0, sizeof allowed, &allowed) != 0) return;
+    if (sched_getaffinity(0, sizeof allowed, &allowed) != 0) return;
     const cpu_set_t wanted = without_cpu(allowed, cpu);
-    if (placed_ && CPU_EQUAL(&wanted, &placement_)) return;
-    if (sched_setaffinity(tid, sizeof wanted, &wanted) == 0) {
-      placement_ = wanted;
-      placed_ = true;
-    }
+    if (!placement_.is(wanted)) placement_.set(tid_.load(std::memory_order_acquire), wanted);
   }
 
   void loop() {
@@ -156,9 +168,7 @@ class Helper {
   std::atomic<const std::function<void()>*> job_{nullptr};
   std::atomic<bool> done_{false};
   std::atomic<pid_t> tid_{0};
-  // The helper's affinity as last set (by the claiming caller only).
-  cpu_set_t placement_;
-  bool placed_ = false;
+  Placement placement_;  // set by the claiming caller only
 };
 
 // The process's helper, started on first use; a forked child (which has no
@@ -219,19 +229,13 @@ bool run_on_team(const std::function<void()>& first, const std::function<void()>
         first();
       } else {
         if (know_allowed) {
-          thread_local bool placed = false;
-          thread_local cpu_set_t placement;
+          thread_local Placement placement;
           cpu_set_t current;
           CPU_ZERO(&current);
           if (sched_getaffinity(0, sizeof current, &current) == 0 &&
-              (CPU_EQUAL(&current, &caller_allowed) ||
-               (placed && CPU_EQUAL(&current, &placement)))) {
+              (CPU_EQUAL(&current, &caller_allowed) || placement.is(current))) {
             const cpu_set_t wanted = without_cpu(caller_allowed, caller_cpu);
-            if (!CPU_EQUAL(&wanted, &current) &&
-                sched_setaffinity(0, sizeof wanted, &wanted) == 0) {
-              placement = wanted;
-              placed = true;
-            }
+            if (!CPU_EQUAL(&wanted, &current)) placement.set(0, wanted);
           }
         }
         second();

@@ -2,7 +2,6 @@
 state_dict, every input form (batched, batch_first, unbatched, PackedSequence sorted and
 unsorted) forward and backward, dropout, dtypes, and a short training loop."""
 import dataclasses
-import os
 import random
 import subprocess
 import sys
@@ -494,7 +493,7 @@ def test_a_forked_child_runs_lstmop_after_two_thread_calls_in_the_parent():
     it has libgomp's state but not its threads, so its calls take lstmop's helper thread (a team
     there would wait forever) and give the parent's bits."""
     result = subprocess.run([sys.executable, "-c", FORKED_CHILD_SCRIPT], timeout=120,
-                            capture_output=True, text=True, env=os.environ)
+                            capture_output=True, text=True)
     assert result.returncode == 0, result.stderr
 
 
