@@ -8,15 +8,7 @@
 // The cache holds the largest block a thread has used since it last
 // released the cache (lstmop::release_workspace_cache, lstm.h); a block that
 // is too small for a call is freed before the larger one is allocated, so a
-// call's peak is never its own workspace plus a stale one. Blocks of
-// kHugePageHintMinBytes and more are 2 MiB-aligned and advised as transparent
-// huge pages (madvise MADV_HUGEPAGE; LSTMOP_HUGE_PAGES=0 in the environment:
-// not), as the plugin's large outputs are: where the kernel honours the hint
-// a block is mapped by one TLB entry per 2 MiB. On the seventh and eighth
-// sessions' Zen 5 VM, whose hypervisor refills its own page tables after the
-// process maps and unmaps memory elsewhere (a torch step in between), the
-// first call after touched every 4 KiB page of a resident block at ~4 us a
-// page (S4 training: +50 ms); huge pages: 2 MiB at a time.
+// call's peak is never its own workspace plus a stale one.
 //
 // All of a call's scratch is allocated before any output is written, so an
 // allocation failure (an lstmop::Error naming `input`, whose sizes set the
@@ -29,8 +21,6 @@
 
 namespace lstmop {
 namespace detail {
-
-constexpr std::size_t kHugePageHintMinBytes = std::size_t{8} << 20;
 
 // A typed part of a WorkspaceArena's block: a non-owning pointer, null until
 // the arena commits.
