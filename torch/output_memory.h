@@ -13,8 +13,10 @@
 // call in the kernel). Outputs of kCachedOutputMinBytes and more therefore
 // come from blocks the outputs of earlier calls returned when they died
 // (same bytes or up to 1/8 more), else from new page-aligned blocks; from
-// kHugePageHintMinBytes on, 2 MiB-aligned blocks advised as transparent huge
-// pages (LSTMOP_HUGE_PAGES=0: no advice).
+// kHugePageHintMinBytes on, 2 MiB-aligned blocks, advised as transparent huge
+// pages with LSTMOP_HUGE_PAGES=1 in the environment (off by default: on the
+// eighth session's Zen 5 VM huge-page-backed outputs slowed every step down,
+// output_memory.cpp).
 //
 // The cache keeps returned blocks up to the largest number of bytes such
 // outputs have held at once (so a loop keeps what one step needs, never

@@ -1,9 +1,9 @@
 """The binding's memory for large outputs (torch/output_memory.h).
 
-Huge pages: results are the same bits with the transparent-huge-page hint on (default) and off
-(LSTMOP_HUGE_PAGES=0), and, where the kernel honours madvise(MADV_HUGEPAGE), a training step
-whose outputs of 8 MiB and more are fresh blocks (the cache released first) page-faults far less
-with it. The block cache: a training step after another reuses the dead outputs' blocks (far
+Huge pages: results are the same bits with the transparent-huge-page hint on (LSTMOP_HUGE_PAGES=1)
+and off (the default, or LSTMOP_HUGE_PAGES=0), and, where the kernel honours
+madvise(MADV_HUGEPAGE), a training step whose outputs of 8 MiB and more are fresh blocks (the
+cache released first) page-faults far less with it; without the variable it faults as with 0. The block cache: a training step after another reuses the dead outputs' blocks (far
 fewer page faults than a step on fresh blocks, the same bits), the cache never holds more than
 the outputs held at once, and release_cached_memory empties it; a loop that holds each call's
 outputs until the next call returns (y = lstm(x)) does not fault them in again on every call (outputs
@@ -49,7 +49,11 @@ print(json.dumps({"faults": faults, "forward_faults": forward_faults[-1], "diges
 
 
 def run_child(hint, blocks="fresh"):
-    env = dict(os.environ, PYTHONPATH=str(REPO / "python"), LSTMOP_HUGE_PAGES=hint)
+    """hint: LSTMOP_HUGE_PAGES's value in the child, None: not set."""
+    env = dict(os.environ, PYTHONPATH=str(REPO / "python"))
+    env.pop("LSTMOP_HUGE_PAGES", None)
+    if hint is not None:
+        env["LSTMOP_HUGE_PAGES"] = hint
     result = subprocess.run([sys.executable, "-c", CHILD, blocks], env=env, capture_output=True,
                             text=True, timeout=300, check=True)
     return json.loads(result.stdout.strip().splitlines()[-1])
@@ -64,25 +68,28 @@ def thp_mode():
 
 
 def test_same_bits_with_and_without_the_hint_and_fewer_faults_with_it():
-    on, off = run_child("1"), run_child("0")
-    assert on["digest"] == off["digest"]
+    on, off, default = run_child("1"), run_child("0"), run_child(None)
+    assert on["digest"] == off["digest"] == default["digest"]
     mode = thp_mode()
     # The forward's: its outputs are all fresh blocks here (its scratch is small); the
     # backward's large scratch is the core's, which release_cached_memory frees too.
     print(f"THP mode {mode}: page faults of a training step's forward {on['forward_faults']} "
-          f"with the hint, {off['forward_faults']} without")
+          f"with the hint, {off['forward_faults']} without, {default['forward_faults']} with "
+          f"LSTMOP_HUGE_PAGES unset")
     if mode in ("madvise", "always"):
         # Without the hint (mode madvise) every 4 KiB page of the fresh outputs faults: the
         # eight 39 MiB outputs alone are 80k pages.
         assert off["forward_faults"] > 50000 or mode == "always"
         assert on["forward_faults"] < off["forward_faults"] / 4 or mode == "always"
+        # Off by default.
+        assert default["forward_faults"] > 50000 or mode == "always"
     else:
         # THP off in this kernel: the hint is a no-op, nothing to compare but the bits.
         assert on["forward_faults"] > 0
 
 
 def test_a_step_after_a_step_reuses_the_dead_outputs_blocks():
-    fresh, reused = run_child("1", "fresh"), run_child("1", "reuse")
+    fresh, reused = run_child(None, "fresh"), run_child(None, "reuse")
     assert reused["digest"] == fresh["digest"]
     print(f"page faults of a training step: {fresh['faults']} on fresh blocks (and scratch), "
           f"{reused['faults']} reusing the previous step's; cached {fresh['cached'] >> 20} MiB")
