@@ -9,6 +9,8 @@
 #include <mutex>
 #include <string>
 
+#include "common/workspace.h"
+
 namespace lstmop_torch {
 namespace {
 
@@ -17,28 +19,12 @@ constexpr std::size_t kPage = std::size_t{4} << 10;
 constexpr std::size_t kSmallBlocksMaxBytes = std::size_t{256} << 20;
 constexpr std::size_t kSmallBlocksMaxCount = 256;
 
-// Blocks of kHugePageHintMinBytes and more may be advised to be backed by
-// transparent huge pages: one page fault per 2 MiB instead of 512 when a
-// block is fresh. Off unless LSTMOP_HUGE_PAGES=1: with the blocks cached, a
-// fresh block is a first call's cost, while on the Zen 5 VM of the eighth
-// session huge-page-backed outputs made every training step slower (S1
-// 2.1-2.3 s -> 2.7-3.2 s, bfloat16 B1 1.16-1.22 -> 1.31-1.65; not a cache-set
-// conflict: offsetting each block by 4-8 KiB steps changed nothing). A hint
-// only: the kernel's THP mode "madvise" or "always" honours it.
-bool huge_page_hint_enabled() {
-  static const bool enabled = [] {
-    const char* env = std::getenv("LSTMOP_HUGE_PAGES");
-    return env != nullptr && std::string(env) == "1";
-  }();
-  return enabled;
-}
-
 class OutputBlocks {
  public:
   // A block of at least `bytes` (a multiple of kPage): a cached one of up to
-  // 1/8 more, else a new one (2 MiB-aligned from kHugePageHintMinBytes on, and
-  // then advised as huge pages with LSTMOP_HUGE_PAGES=1). Sets *size to the
-  // block's bytes.
+  // 1/8 more, else a new one (2 MiB-aligned and advised as huge pages from
+  // kHugePageHintMinBytes on, as the core's scratch blocks are). Sets *size to
+  // the block's bytes.
   void* take(std::size_t bytes, std::size_t* size) {
     {
       std::lock_guard<std::mutex> lock(mutex_);
@@ -74,7 +60,7 @@ class OutputBlocks {
       live_ -= bytes;
       TORCH_CHECK(false, "lstmop: not enough memory for an output of ", bytes, " bytes");
     }
-    if (huge && huge_page_hint_enabled()) madvise(p, bytes, MADV_HUGEPAGE);
+    if (huge && lstmop::detail::huge_page_hint_enabled()) madvise(p, bytes, MADV_HUGEPAGE);
     *size = bytes;
     return p;
   }

@@ -13,10 +13,9 @@
 // call in the kernel). Outputs of kCachedOutputMinBytes and more therefore
 // come from blocks the outputs of earlier calls returned when they died
 // (same bytes or up to 1/8 more), else from new page-aligned blocks; from
-// kHugePageHintMinBytes on, 2 MiB-aligned blocks, advised as transparent huge
-// pages with LSTMOP_HUGE_PAGES=1 in the environment (off by default: on the
-// eighth session's Zen 5 VM huge-page-backed outputs slowed every step down,
-// output_memory.cpp).
+// kHugePageHintMinBytes on, 2 MiB-aligned blocks advised as transparent huge
+// pages, as the core's scratch blocks are (src/common/workspace.h, which says
+// why both alike; LSTMOP_HUGE_PAGES=0: no advice).
 //
 // The cache keeps returned blocks up to the largest number of bytes such
 // outputs have held at once (so a loop keeps what one step needs, never
@@ -35,10 +34,12 @@
 #include <cstdint>
 #include <vector>
 
+#include "common/workspace.h"
+
 namespace lstmop_torch {
 
 constexpr std::size_t kCachedOutputMinBytes = std::size_t{64} << 10;
-constexpr std::size_t kHugePageHintMinBytes = std::size_t{8} << 20;
+using lstmop::detail::kHugePageHintMinBytes;  // the core's scratch blocks' (8 MiB)
 
 // An uninitialised tensor of `shape` with like's dtype and device (contiguous).
 at::Tensor empty_output(const std::vector<int64_t>& shape, const at::Tensor& like);

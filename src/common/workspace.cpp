@@ -1,7 +1,9 @@
 // The drivers' scratch arena and its per-thread block cache (workspace.h).
 #include "common/workspace.h"
 
-#include <new>
+#include <sys/mman.h>
+
+#include <cstdlib>
 #include <string>
 
 #include "lstmop/error.h"
@@ -12,10 +14,23 @@ namespace detail {
 namespace {
 
 constexpr std::size_t kAlignment = 64;
+constexpr std::size_t kHugePage = std::size_t{2} << 20;
 
-void free_block(void* p) {
-  if (p != nullptr) ::operator delete[](p, std::align_val_t(kAlignment));
+// A block of at least `bytes`, or null: 64-byte aligned, and from
+// kHugePageHintMinBytes on 2 MiB-aligned, a whole number of 2 MiB pages and
+// advised as transparent huge pages.
+void* allocate_block(std::size_t bytes) {
+  if (bytes < kHugePageHintMinBytes) {
+    return std::aligned_alloc(kAlignment, (bytes + kAlignment - 1) / kAlignment * kAlignment);
+  }
+  if (bytes > SIZE_MAX - kHugePage) return nullptr;
+  const std::size_t rounded = (bytes + kHugePage - 1) / kHugePage * kHugePage;
+  void* p = std::aligned_alloc(kHugePage, rounded);
+  if (p != nullptr && huge_page_hint_enabled()) madvise(p, rounded, MADV_HUGEPAGE);
+  return p;
 }
+
+void free_block(void* p) { std::free(p); }
 
 // The calling thread's cached block, freed when the thread ends.
 struct BlockCache {
@@ -34,6 +49,14 @@ BlockCache& thread_cache() {
 }
 
 }  // namespace
+
+bool huge_page_hint_enabled() {
+  static const bool enabled = [] {
+    const char* env = std::getenv("LSTMOP_HUGE_PAGES");
+    return env == nullptr || std::string(env) != "0";
+  }();
+  return enabled;
+}
 
 void WorkspaceArena::add_part(void** slot, const char* what, int64_t count,
                               std::size_t element_size) {
@@ -62,7 +85,7 @@ void WorkspaceArena::commit() {
     free_block(cache.block);
     cache.block = nullptr;
     cache.bytes = 0;
-    block_ = ::operator new[](need, std::align_val_t(kAlignment), std::nothrow);
+    block_ = allocate_block(need);
     if (block_ == nullptr) {
       std::string largest = "scratch";
       int64_t largest_count = 0;

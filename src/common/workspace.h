@@ -8,7 +8,16 @@
 // The cache holds the largest block a thread has used since it last
 // released the cache (lstmop::release_workspace_cache, lstm.h); a block that
 // is too small for a call is freed before the larger one is allocated, so a
-// call's peak is never its own workspace plus a stale one.
+// call's peak is never its own workspace plus a stale one. Blocks of
+// kHugePageHintMinBytes and more are 2 MiB-aligned and advised as transparent
+// huge pages (madvise MADV_HUGEPAGE; LSTMOP_HUGE_PAGES=0 in the environment:
+// not), as the plugin's large outputs are (torch/output_memory.h): all of a
+// call's large memory alike. Measured on the eighth session's Zen 5 VM
+// (docs/performance.md): after the process unmaps a large block (any torch
+// operation freeing a tensor of 32 MiB or more), the first touch of every
+// resident 4 KiB page costs ~3.5 us (S4 training 178 -> 300-360 ms, huge
+// pages 195-218), and huge-page outputs with 4 KiB scratch ran every step
+// slower than either alone (S1 training 2.9-3.0 s, 2.3-2.5 with both alike).
 //
 // All of a call's scratch is allocated before any output is written, so an
 // allocation failure (an lstmop::Error naming `input`, whose sizes set the
@@ -21,6 +30,12 @@
 
 namespace lstmop {
 namespace detail {
+
+constexpr std::size_t kHugePageHintMinBytes = std::size_t{8} << 20;
+
+// Whether blocks of kHugePageHintMinBytes and more are advised as transparent
+// huge pages: unless LSTMOP_HUGE_PAGES=0 (read once).
+bool huge_page_hint_enabled();
 
 // A typed part of a WorkspaceArena's block: a non-owning pointer, null until
 // the arena commits.
