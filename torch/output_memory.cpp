@@ -19,6 +19,14 @@ constexpr std::size_t kPage = std::size_t{4} << 10;
 constexpr std::size_t kSmallBlocksMaxBytes = std::size_t{256} << 20;
 constexpr std::size_t kSmallBlocksMaxCount = 256;
 
+// In the plugin a call's large memory is on huge pages by default: its
+// outputs here and the core's scratch alike (src/common/workspace.h says
+// why); LSTMOP_HUGE_PAGES=0 in the environment: neither.
+const bool kHugePagesByDefault = [] {
+  lstmop::detail::set_huge_page_hint_default(true);
+  return true;
+}();
+
 class OutputBlocks {
  public:
   // A block of at least `bytes` (a multiple of kPage): a cached one of up to

@@ -14,8 +14,9 @@
 // come from blocks the outputs of earlier calls returned when they died
 // (same bytes or up to 1/8 more), else from new page-aligned blocks; from
 // kHugePageHintMinBytes on, 2 MiB-aligned blocks advised as transparent huge
-// pages, as the core's scratch blocks are (src/common/workspace.h, which says
-// why both alike; LSTMOP_HUGE_PAGES=0: no advice).
+// pages, and so are the core's scratch blocks in the plugin
+// (src/common/workspace.h, which says why both alike; LSTMOP_HUGE_PAGES=0:
+// neither).
 //
 // The cache keeps returned blocks up to the largest number of bytes such
 // outputs have held at once (so a loop keeps what one step needs, never

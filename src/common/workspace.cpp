@@ -3,6 +3,7 @@
 
 #include <sys/mman.h>
 
+#include <atomic>
 #include <cstdlib>
 #include <string>
 
@@ -50,12 +51,22 @@ BlockCache& thread_cache() {
 
 }  // namespace
 
+namespace {
+std::atomic<bool> huge_pages_by_default{false};
+}  // namespace
+
+void set_huge_page_hint_default(bool enabled) {
+  huge_pages_by_default.store(enabled, std::memory_order_relaxed);
+}
+
 bool huge_page_hint_enabled() {
-  static const bool enabled = [] {
-    const char* env = std::getenv("LSTMOP_HUGE_PAGES");
-    return env == nullptr || std::string(env) != "0";
+  // 1: on, 0: off, unset or anything else: the default.
+  static const int env = [] {
+    const char* value = std::getenv("LSTMOP_HUGE_PAGES");
+    if (value == nullptr) return -1;
+    return std::string(value) == "1" ? 1 : std::string(value) == "0" ? 0 : -1;
   }();
-  return enabled;
+  return env >= 0 ? env == 1 : huge_pages_by_default.load(std::memory_order_relaxed);
 }
 
 void WorkspaceArena::add_part(void** slot, const char* what, int64_t count,

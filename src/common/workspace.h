@@ -8,16 +8,22 @@
 // The cache holds the largest block a thread has used since it last
 // released the cache (lstmop::release_workspace_cache, lstm.h); a block that
 // is too small for a call is freed before the larger one is allocated, so a
-// call's peak is never its own workspace plus a stale one. Blocks of
-// kHugePageHintMinBytes and more are 2 MiB-aligned and advised as transparent
-// huge pages (madvise MADV_HUGEPAGE; LSTMOP_HUGE_PAGES=0 in the environment:
-// not), as the plugin's large outputs are (torch/output_memory.h): all of a
-// call's large memory alike. Measured on the eighth session's Zen 5 VM
-// (docs/performance.md): after the process unmaps a large block (any torch
-// operation freeing a tensor of 32 MiB or more), the first touch of every
-// resident 4 KiB page costs ~3.5 us (S4 training 178 -> 300-360 ms, huge
-// pages 195-218), and huge-page outputs with 4 KiB scratch ran every step
-// slower than either alone (S1 training 2.9-3.0 s, 2.3-2.5 with both alike).
+// call's peak is never its own workspace plus a stale one.
+//
+// Huge pages: blocks of kHugePageHintMinBytes and more are 2 MiB-aligned, and
+// advised as transparent huge pages (madvise MADV_HUGEPAGE) where
+// huge_page_hint_enabled(): LSTMOP_HUGE_PAGES=1 in the environment, or unset
+// in the plugin, whose large outputs are advised too (torch/output_memory.h);
+// a C++ caller's outputs are its own memory, so scratch stays on ordinary
+// pages there unless the variable says 1. Measured on the eighth session's
+// Zen 5 VM (docs/performance.md): a call's memory all on huge pages or all
+// on 4 KiB pages ran a training step in the same time, a mix of the two
+// slower (S1 training: 2.1-2.3 s either way; huge-page scratch with the C++
+// runner's 4 KiB outputs 2.6-3.8 s, huge-page outputs with 4 KiB scratch in
+// the plugin 2.8-3.2 s); and after the process unmaps a large block (torch
+// frees a tensor of 32 MiB or more), the first touch of each resident 4 KiB
+// page costs ~3.5 us (plugin S4 training 178 -> 300-370 ms; on huge pages
+// 195-218), which the plugin's callers, torch code, do all the time.
 //
 // All of a call's scratch is allocated before any output is written, so an
 // allocation failure (an lstmop::Error naming `input`, whose sizes set the
@@ -33,9 +39,13 @@ namespace detail {
 
 constexpr std::size_t kHugePageHintMinBytes = std::size_t{8} << 20;
 
-// Whether blocks of kHugePageHintMinBytes and more are advised as transparent
-// huge pages: unless LSTMOP_HUGE_PAGES=0 (read once).
+// Whether blocks of kHugePageHintMinBytes and more (scratch, the plugin's
+// outputs) are advised as transparent huge pages: LSTMOP_HUGE_PAGES=1 yes,
+// =0 no (read once), else the default set below (false unless set).
 bool huge_page_hint_enabled();
+// The default where LSTMOP_HUGE_PAGES does not decide (the plugin sets true
+// when it loads).
+void set_huge_page_hint_default(bool enabled);
 
 // A typed part of a WorkspaceArena's block: a non-owning pointer, null until
 // the arena commits.

@@ -1,9 +1,10 @@
 // The drivers' scratch block (common/workspace.h): cache-line aligned; from
-// kHugePageHintMinBytes on 2 MiB-aligned and advised as transparent huge
-// pages (unless LSTMOP_HUGE_PAGES=0, which ctest's
-// test_workspace_memory_no_hint run sets), so that where the kernel honours
-// madvise(MADV_HUGEPAGE) a large block is backed by huge pages; the block a
-// call leaves is the next call's.
+// kHugePageHintMinBytes on 2 MiB-aligned, and advised as transparent huge
+// pages where LSTMOP_HUGE_PAGES=1 (ctest's test_workspace_memory_hint run) or,
+// the variable unset, where the default says so (the plugin sets it; a C++
+// caller's default is ordinary pages; =0 in test_workspace_memory_no_hint),
+// so that where the kernel honours madvise(MADV_HUGEPAGE) such a block is
+// backed by huge pages; the block a call leaves is the next call's.
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -36,9 +37,11 @@ std::string thp_mode() {
   return text.substr(open + 1, close - open - 1);
 }
 
-bool hint_enabled() {
+// LSTMOP_HUGE_PAGES: 1, 0, or -1 (unset or another value: the default).
+int hint_variable() {
   const char* env = std::getenv("LSTMOP_HUGE_PAGES");
-  return env == nullptr || std::string(env) != "0";
+  if (env == nullptr) return -1;
+  return std::string(env) == "1" ? 1 : std::string(env) == "0" ? 0 : -1;
 }
 
 // AnonHugePages (KiB) of the mapping of /proc/self/smaps that holds p; -1 if
@@ -75,7 +78,10 @@ TEST(WorkspaceMemory, SmallBlocksAreCacheLineAligned) {
   EXPECT_GE(b.data() - a.data(), 1000);
 }
 
-TEST(WorkspaceMemory, LargeBlocksAreHugePageAlignedAndAdvised) {
+// A large block from a fresh cache, its pages touched: 2 MiB-aligned, and
+// backed by huge pages exactly where advised (THP mode madvise; always: any
+// aligned block; never or absent: only the alignment is checked).
+void check_large_block(bool advised) {
   lstmop::release_workspace_cache();
   const int64_t count = static_cast<int64_t>(3 * kHugePageHintMinBytes / sizeof(float));
   const void* first = nullptr;
@@ -90,17 +96,17 @@ TEST(WorkspaceMemory, LargeBlocksAreHugePageAlignedAndAdvised) {
     std::memset(w.data(), 1, static_cast<std::size_t>(count) * sizeof(float));
     const long huge = anon_huge_kib(w.data());
     const std::string mode = thp_mode();
-    std::cout << "THP mode " << mode << ", LSTMOP_HUGE_PAGES hint "
-              << (hint_enabled() ? "on" : "off") << ": " << huge << " KiB of the "
+    std::cout << "THP mode " << mode << ", LSTMOP_HUGE_PAGES " << hint_variable()
+              << ", advised " << advised << ": " << huge << " KiB of the "
               << arena.bytes() / 1024 << " KiB block's mapping in huge pages\n";
     ASSERT_GE(huge, 0) << "no mapping in /proc/self/smaps holds the block";
     if (mode == "always") {
       EXPECT_GT(huge, 0) << "THP mode always: the aligned block is backed by huge pages";
     } else if (mode == "madvise") {
-      if (hint_enabled()) {
+      if (advised) {
         EXPECT_GT(huge, 0) << "THP mode madvise: the advised block is backed by huge pages";
       } else {
-        EXPECT_EQ(huge, 0) << "LSTMOP_HUGE_PAGES=0: the block is not advised";
+        EXPECT_EQ(huge, 0) << "the block is not advised";
       }
     } else {
       std::cout << "THP is " << mode << " in this kernel: the hint is a no-op, only the "
@@ -117,6 +123,25 @@ TEST(WorkspaceMemory, LargeBlocksAreHugePageAlignedAndAdvised) {
     EXPECT_EQ(static_cast<const void*>(w.data()), first);
   }
   lstmop::release_workspace_cache();
+}
+
+TEST(WorkspaceMemory, LargeBlocksAreHugePageAlignedAndAdvisedAsTheSettingSays) {
+  const int variable = hint_variable();
+  ASSERT_FALSE(lstmop::detail::huge_page_hint_enabled() && variable == -1)
+      << "a C++ caller's default is ordinary pages";
+  {
+    SCOPED_TRACE("the default");
+    check_large_block(/*advised=*/variable == 1);
+  }
+  // The plugin's default (set when it loads): huge pages unless the variable
+  // says 0.
+  lstmop::detail::set_huge_page_hint_default(true);
+  {
+    SCOPED_TRACE("the default set to huge pages");
+    EXPECT_EQ(lstmop::detail::huge_page_hint_enabled(), variable != 0);
+    check_large_block(/*advised=*/variable != 0);
+  }
+  lstmop::detail::set_huge_page_hint_default(false);
 }
 
 }  // namespace

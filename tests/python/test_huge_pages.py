@@ -83,6 +83,13 @@ def test_same_bits_with_and_without_the_hint_and_fewer_faults_with_it():
         assert on["forward_faults"] < off["forward_faults"] / 4 or mode == "always"
         # On by default.
         assert default["forward_faults"] < off["forward_faults"] / 4 or mode == "always"
+        # The backward's: mostly the core's scratch (d_gates and the like, 8 MiB and more),
+        # which the plugin has advised too (src/common/workspace.h); its dx is 10 MiB.
+        on_bwd, off_bwd = (r["faults"] - r["forward_faults"] for r in (default, off))
+        print(f"page faults of the backward on fresh scratch: {on_bwd} by default, {off_bwd} "
+              f"with LSTMOP_HUGE_PAGES=0")
+        assert off_bwd > 30000 or mode == "always"
+        assert on_bwd < off_bwd / 4 or mode == "always"
     else:
         # THP off in this kernel: the hint is a no-op, nothing to compare but the bits.
         assert on["forward_faults"] > 0
