@@ -5,6 +5,7 @@
 
 #include <atomic>
 #include <cstdlib>
+#include <new>
 #include <string>
 
 #include "lstmop/error.h"
@@ -17,27 +18,35 @@ namespace {
 constexpr std::size_t kAlignment = 64;
 constexpr std::size_t kHugePage = std::size_t{2} << 20;
 
-// A block of at least `bytes`, or null: 64-byte aligned, and from
-// kHugePageHintMinBytes on 2 MiB-aligned, a whole number of 2 MiB pages and
-// advised as transparent huge pages.
-void* allocate_block(std::size_t bytes) {
-  if (bytes < kHugePageHintMinBytes) {
-    return std::aligned_alloc(kAlignment, (bytes + kAlignment - 1) / kAlignment * kAlignment);
+std::size_t block_alignment(std::size_t bytes) {
+  return bytes >= kHugePageHintMinBytes ? kHugePage : kAlignment;
+}
+
+// A block of at least `bytes`, or null; *size: its bytes. 64-byte aligned,
+// and from kHugePageHintMinBytes on 2 MiB-aligned, a whole number of 2 MiB
+// pages and advised as transparent huge pages where huge_page_hint_enabled().
+// From the aligned operator new (which tests replace to watch the sizes).
+void* allocate_block(std::size_t bytes, std::size_t* size) {
+  const std::size_t alignment = block_alignment(bytes);
+  if (bytes > SIZE_MAX - alignment) return nullptr;
+  *size = (bytes + alignment - 1) / alignment * alignment;
+  void* p = ::operator new[](*size, std::align_val_t(alignment), std::nothrow);
+  if (p != nullptr && alignment == kHugePage && huge_page_hint_enabled()) {
+    madvise(p, *size, MADV_HUGEPAGE);
   }
-  if (bytes > SIZE_MAX - kHugePage) return nullptr;
-  const std::size_t rounded = (bytes + kHugePage - 1) / kHugePage * kHugePage;
-  void* p = std::aligned_alloc(kHugePage, rounded);
-  if (p != nullptr && huge_page_hint_enabled()) madvise(p, rounded, MADV_HUGEPAGE);
   return p;
 }
 
-void free_block(void* p) { std::free(p); }
+// Frees a block allocate_block returned with this size.
+void free_block(void* p, std::size_t size) {
+  if (p != nullptr) ::operator delete[](p, std::align_val_t(block_alignment(size)));
+}
 
 // The calling thread's cached block, freed when the thread ends.
 struct BlockCache {
   void* block = nullptr;
   std::size_t bytes = 0;
-  ~BlockCache() { free_block(block); }
+  ~BlockCache() { free_block(block, bytes); }
 };
 
 BlockCache& thread_cache() {
@@ -93,10 +102,10 @@ void WorkspaceArena::commit() {
     cache.bytes = 0;
   } else {
     // Too small for this call: freed first, so the call's peak is its own.
-    free_block(cache.block);
+    free_block(cache.block, cache.bytes);
     cache.block = nullptr;
     cache.bytes = 0;
-    block_ = allocate_block(need);
+    block_ = allocate_block(need, &block_bytes_);
     if (block_ == nullptr) {
       std::string largest = "scratch";
       int64_t largest_count = 0;
@@ -106,7 +115,6 @@ void WorkspaceArena::commit() {
       too_large("this call (" + std::to_string(need) + " bytes; the largest part is " + largest +
                 ", " + std::to_string(largest_count) + " elements)");
     }
-    block_bytes_ = need;
   }
   for (const Part& p : parts_) *p.slot = static_cast<unsigned char*>(block_) + p.offset;
 }
@@ -115,17 +123,17 @@ WorkspaceArena::~WorkspaceArena() {
   if (block_ == nullptr) return;
   BlockCache& cache = thread_cache();
   if (cache.block == nullptr || cache.bytes < block_bytes_) {
-    free_block(cache.block);
+    free_block(cache.block, cache.bytes);
     cache.block = block_;
     cache.bytes = block_bytes_;
   } else {
-    free_block(block_);
+    free_block(block_, block_bytes_);
   }
 }
 
 void release_thread_workspace_cache() {
   BlockCache& cache = thread_cache();
-  free_block(cache.block);
+  free_block(cache.block, cache.bytes);
   cache.block = nullptr;
   cache.bytes = 0;
 }
