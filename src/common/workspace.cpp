@@ -58,10 +58,9 @@ BlockCache& thread_cache() {
   throw Error("input", "input is too large: allocating the workspace for " + what + " failed");
 }
 
-}  // namespace
-
-namespace {
+// The huge-page default where LSTMOP_HUGE_PAGES does not decide.
 std::atomic<bool> huge_pages_by_default{false};
+
 }  // namespace
 
 void set_huge_page_hint_default(bool enabled) {

@@ -18,8 +18,8 @@
 // pages there unless the variable says 1. Measured on the eighth session's
 // Zen 5 VM (docs/performance.md): a call's memory all on huge pages or all
 // on 4 KiB pages ran a training step in the same time, a mix of the two
-// slower (S1 training: 2.1-2.3 s either way; huge-page scratch with the C++
-// runner's 4 KiB outputs 2.6-3.8 s, huge-page outputs with 4 KiB scratch in
+// slower (S1 training: 2.1-2.6 s either way; huge-page scratch with the C++
+// runner's 4 KiB outputs 2.3-3.8 s, huge-page outputs with 4 KiB scratch in
 // the plugin 2.8-3.2 s); and after the process unmaps a large block (torch
 // frees a tensor of 32 MiB or more), the first touch of each resident 4 KiB
 // page costs ~3.5 us (plugin S4 training 178 -> 300-370 ms; on huge pages
