@@ -2,7 +2,6 @@
 #include "output_memory.h"
 
 #include <c10/util/Exception.h>
-#include <sys/mman.h>
 
 #include <algorithm>
 #include <cstdlib>
@@ -68,7 +67,7 @@ class OutputBlocks {
       live_ -= bytes;
       TORCH_CHECK(false, "lstmop: not enough memory for an output of ", bytes, " bytes");
     }
-    if (huge && lstmop::detail::huge_page_hint_enabled()) madvise(p, bytes, MADV_HUGEPAGE);
+    if (huge) lstmop::detail::advise_huge_pages(p, bytes);
     *size = bytes;
     return p;
   }

@@ -31,9 +31,7 @@ void* allocate_block(std::size_t bytes, std::size_t* size) {
   if (bytes > SIZE_MAX - alignment) return nullptr;
   *size = (bytes + alignment - 1) / alignment * alignment;
   void* p = ::operator new[](*size, std::align_val_t(alignment), std::nothrow);
-  if (p != nullptr && alignment == kHugePage && huge_page_hint_enabled()) {
-    madvise(p, *size, MADV_HUGEPAGE);
-  }
+  if (p != nullptr && alignment == kHugePage) advise_huge_pages(p, *size);
   return p;
 }
 
@@ -75,6 +73,10 @@ bool huge_page_hint_enabled() {
     return std::string(value) == "1" ? 1 : std::string(value) == "0" ? 0 : -1;
   }();
   return env >= 0 ? env == 1 : huge_pages_by_default.load(std::memory_order_relaxed);
+}
+
+void advise_huge_pages(void* p, std::size_t bytes) {
+  if (huge_page_hint_enabled()) madvise(p, bytes, MADV_HUGEPAGE);
 }
 
 void WorkspaceArena::add_part(void** slot, const char* what, int64_t count,

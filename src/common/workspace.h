@@ -46,6 +46,10 @@ bool huge_page_hint_enabled();
 // The default where LSTMOP_HUGE_PAGES does not decide (the plugin sets true
 // when it loads).
 void set_huge_page_hint_default(bool enabled);
+// Advises [p, p + bytes) (2 MiB-aligned, a whole number of 2 MiB pages) as
+// transparent huge pages where huge_page_hint_enabled(): the scratch blocks'
+// and the plugin's output blocks' one rule.
+void advise_huge_pages(void* p, std::size_t bytes);
 
 // A typed part of a WorkspaceArena's block: a non-owning pointer, null until
 // the arena commits.

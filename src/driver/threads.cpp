@@ -265,21 +265,24 @@ void run_tasks(int64_t count, int64_t max_threads, const std::function<void(int6
       errors[w] = std::current_exception();
     }
   };
+  const auto rethrow_first = [&errors] {
+    for (const std::exception_ptr& e : errors) {
+      if (e) std::rethrow_exception(e);
+    }
+  };
   if (workers == 2) {
     const std::function<void()> first = [&work] { work(0); };
     const std::function<void()> second = [&work] { work(1); };
-    if (run_on_team(first, second)) {
-      for (const std::exception_ptr& e : errors) {
-        if (e) std::rethrow_exception(e);
+    bool ran = run_on_team(first, second);
+    if (!ran) {
+      if (Helper* h = helper(); h != nullptr && h->try_start(&second)) {
+        work(0);
+        h->wait_done();
+        ran = true;
       }
-      return;
     }
-    if (Helper* h = helper(); h != nullptr && h->try_start(&second)) {
-      work(0);
-      h->wait_done();
-      for (const std::exception_ptr& e : errors) {
-        if (e) std::rethrow_exception(e);
-      }
+    if (ran) {
+      rethrow_first();
       return;
     }
   }
@@ -293,9 +296,7 @@ void run_tasks(int64_t count, int64_t max_threads, const std::function<void(int6
   }
   work(0);
   for (std::thread& t : threads) t.join();
-  for (const std::exception_ptr& e : errors) {
-    if (e) std::rethrow_exception(e);
-  }
+  rethrow_first();
 }
 
 void PairBarrier::wait() {
