@@ -70,6 +70,9 @@ struct DirectionWorkspace {
   RecurrentProduct output_projection;  // float: w_hr (P, H) packed for dm = dh * w_hr
   // One chunk of rows of d_gates, x_l and h_prev, transposed (the dW products).
   Workspace<Acc> d_gates_t, x_t, h_prev_t;
+  // TN path: each half's weight gradient computed transposed, where the plan
+  // takes that form (BackwardPlan::dw_t).
+  Workspace<Acc> dw_t;
   Workspace<Acc> step[kSavedCount];   // one step's i, j, f, o, tanhc, c_prev (B, H)
   RecurrentProduct recurrent;         // float: w_hh (4H, R) packed for the dh product
   RecurrentProduct part_recurrent[2]; // split mode: w_hh's columns of each part's units
@@ -159,6 +162,10 @@ class BackwardDriver {
         arena_.add(w.cell_output_gradient, "dm (B, H)", plan_.cell_output_gradient);
         arena_.add(w.zero_row, "a zero row (H)", plan_.zero_row);
         if constexpr (kFloat) w.output_projection.allocate(arena_, p.P, p.H);
+      }
+      if (plan_.dw_t > 0) {
+        arena_.add(w.dw_t, "the weight gradients' halves, transposed (2, columns, 2H + pad)",
+                   plan_.dw_t);
       }
       if (!plan_.weight_gradients_tn) {
         arena_.add(w.d_gates_t, "a chunk of the gate gradients, transposed (4H, rows)",
@@ -499,10 +506,11 @@ class BackwardDriver {
     if (plan_.weight_gradients_tn) {
       for (int part = p0; part < p1; ++part) {
         const Acc* a = own.d_gates.data() + part * half;
-        gemm(Transpose::Yes, Transpose::No, half, in_size, N, Acc(1), a, G, x_rows_, in_size,
-             Acc(0), w.dw_ih.data() + part * half * in_size, in_size);
-        gemm(Transpose::Yes, Transpose::No, half, R, N, Acc(1), a, G, w.h_prev.data(), R,
-             Acc(0), w.dw_hh.data() + part * half * R, R);
+        Acc* scratch = plan_.dw_t > 0 ? w.dw_t.data() + part * plan_.dw_t_part : nullptr;
+        weight_gradient_tn(half, in_size, N, a, G, x_rows_, w.dw_ih.data() + part * half * in_size,
+                           scratch);
+        weight_gradient_tn(half, R, N, a, G, w.h_prev.data(), w.dw_hh.data() + part * half * R,
+                           scratch);
       }
       return;
     }
@@ -535,6 +543,23 @@ class BackwardDriver {
         gemm(Transpose::No, Transpose::Yes, half, R, rows, Acc(1), a, ld, w.h_prev_t.data(),
              ld, beta, w.dw_hh.data() + part * half * R, R);
       }
+    }
+  }
+
+  // dw (rows, cols) = a^T b over the N rows of a (N, rows; row stride lda)
+  // and b (N, cols): one TN product, or where the plan takes that form
+  // (weight_gradient_result_transposed) dw^T = b^T a into scratch, then
+  // copied transposed into dw.
+  void weight_gradient_tn(int64_t rows, int64_t cols, int64_t N, const Acc* a, int64_t lda,
+                          const Acc* b, Acc* dw, Acc* scratch) const {
+    if (scratch != nullptr && weight_gradient_result_transposed(rows, cols)) {
+      const int64_t ld = plan_.dw_t_ld;
+      gemm(Transpose::Yes, Transpose::No, cols, rows, N, Acc(1), b, cols, a, lda, Acc(0), scratch,
+           ld);
+      transpose(cols, rows, scratch, ld, dw, cols);
+    } else {
+      gemm(Transpose::Yes, Transpose::No, rows, cols, N, Acc(1), a, lda, b, cols, Acc(0), dw,
+           cols);
     }
   }
 

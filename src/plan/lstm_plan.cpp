@@ -136,6 +136,18 @@ BackwardPlan plan_backward(const LstmProblem& p) {
   plan.dw_ih = G * max_in;
   plan.dw_hh = G * p.R;
   plan.db = G;
+  if (plan.weight_gradients_tn && !plan.bf16_products) {
+    const int64_t half = G / 2;
+    int64_t cols = 0;  // the widest dw^T: w_ih of layer 0 and of the layers above, w_hh
+    for (int64_t c : {p.I, p.L > 1 ? DR : int64_t{0}, p.R}) {
+      if (c > 0 && weight_gradient_result_transposed(half, c)) cols = std::max(cols, c);
+    }
+    if (cols > 0) {
+      plan.dw_t_ld = half + kTransposePad;
+      plan.dw_t_part = cols * plan.dw_t_ld;
+      plan.dw_t = 2 * plan.dw_t_part;
+    }
+  }
   if (!plan.weight_gradients_tn) {
     const int64_t chunk = transposed_stride(std::min(N, kWeightGradChunk));
     plan.d_gates_t = G * chunk;

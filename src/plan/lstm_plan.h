@@ -142,6 +142,20 @@ constexpr int64_t kWeightGradChunk = 1024;
 constexpr int64_t kTransposePad = 16;
 constexpr int64_t transposed_stride(int64_t rows) { return (rows + 15) / 16 * 16 + kTransposePad; }
 
+// On the TN path, whether a weight gradient dw (rows, cols) = d_gates^T x
+// (rows = half of 4H, as weight_grads splits it) is better computed as its
+// transpose dw^T (cols, rows) = x^T d_gates, then copied transposed into dw:
+// dnnl_sgemm's TN product runs at about its full rate when the result has
+// 1024 columns or more and 15-25% below it with fewer, so the form whose
+// result is the wider one wins. Zen 5, 1 thread (gemm_study --section bwd,
+// each half of S2's and S1's products, copy included): rows 512, cols 256
+// 154 -> 178 GFLOP/s; rows 1024, cols 512 153 -> 191; rows 256 (S5) or
+// cols 1024 (S1's layer 1 w_ih) even or worse, so kept as they were. The
+// choice depends on the shape only: the same products whatever the threads.
+constexpr bool weight_gradient_result_transposed(int64_t rows, int64_t cols) {
+  return rows >= 512 && cols <= 512 && cols <= rows;
+}
+
 struct BackwardPlan {
   ThreadPlan threads;
   // The products on bfloat16 dot-product units, where the forward's are
@@ -174,6 +188,10 @@ struct BackwardPlan {
   // Transposed path: a chunk of d_gates, x_l, h_prev transposed (4H,
   // max_in, R rows of transposed_stride(min(N, kWeightGradChunk))); else 0.
   int64_t d_gates_t = 0, x_t = 0, h_prev_t = 0;
+  // TN path, the products weight_gradient_result_transposed() takes: each
+  // half's dw^T (cols, row stride dw_t_ld), dw_t_part elements a half, two
+  // halves (they may run at once on the two threads); else 0.
+  int64_t dw_t = 0, dw_t_part = 0, dw_t_ld = 0;
   // Projections only (else 0): w_hr (P, H); dh_total (N, P), the gradient of
   // every row's h (kept for dw_hr); the cell outputs m = o * tanhc (N, H);
   // dw_hr (P, H) = dh_total^T m, one TN product after the time loop; one

@@ -79,6 +79,19 @@ std::vector<LstmConfig> configs() {
     c.train = variant != 2;
     out.push_back(c);
   }
+  // H = 256: halves of 512 gate rows, whose weight gradients the AVX-512 TN
+  // path computes transposed (lstm_plan.h, weight_gradient_result_transposed),
+  // the two halves on two threads at once; variable length.
+  LstmConfig wide;
+  wide.T = 4;
+  wide.B = 5;
+  wide.I = 40;
+  wide.H = 256;
+  wide.L = 2;
+  wide.bidirectional = true;
+  wide.packed = true;
+  wide.lengths = {4, 3, 3, 2, 1};
+  out.push_back(wide);
   return out;
 }
 

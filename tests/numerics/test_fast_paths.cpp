@@ -141,6 +141,41 @@ TEST(FastPaths, WeightGradientsOverMoreThan1024RowsAgainstReference) {
   expect_near_reference(cfg, 3310);
 }
 
+// The TN path's transposed form (lstm_plan.h, weight_gradient_result_transposed):
+// H = 256 gives halves of 512 rows; w_ih of layer 0 (I = 40) and w_hh (R = 256)
+// take it, layer 1's w_ih (D*R = 512 columns) too; one and two threads (the two
+// halves at once), fixed and variable length. Against the reference
+// (test_determinism.cpp holds the bits across thread counts).
+TEST(FastPaths, WeightGradientsComputedTransposedAgainstReference) {
+  using lstmop::detail::weight_gradient_result_transposed;
+  LstmConfig cfg = float_config(3, 5, 40, 256, 2, true);
+  const bool tn = lstmop::kernels::kernel_choice().gemm_tn_at_full_rate;
+  const Plans plans = plans_of(cfg);
+  ASSERT_TRUE(weight_gradient_result_transposed(512, 40));
+  ASSERT_TRUE(weight_gradient_result_transposed(512, 512));
+  ASSERT_FALSE(weight_gradient_result_transposed(512, 1024));
+  ASSERT_FALSE(weight_gradient_result_transposed(256, 128));
+  if (!tn) {
+    std::printf("[fast paths] transposed weight gradients: not taken here (no TN path: %s); "
+                "the reference check still runs\n",
+                lstmop::kernels::describe(lstmop::kernels::kernel_choice()).c_str());
+    EXPECT_EQ(plans.backward.dw_t, 0);
+  } else {
+    EXPECT_EQ(plans.backward.dw_t_ld, 512 + lstmop::detail::kTransposePad);
+    EXPECT_EQ(plans.backward.dw_t, 2 * 512 * plans.backward.dw_t_ld);
+  }
+  uint64_t seed = 3400;
+  for (int threads : {1, 2}) {
+    ThreadCount count(threads);
+    SCOPED_TRACE(threads);
+    expect_near_reference(cfg, seed);
+    LstmConfig packed = cfg;
+    packed.packed = true;
+    packed.lengths = {3, 3, 2, 2, 1};
+    expect_near_reference(packed, seed + 10);
+  }
+}
+
 // The fused step's two forms, each where the plan takes it, on one and two
 // threads (split mode for the one-direction problems).
 TEST(FastPaths, FusedStepFormsAgainstReference) {
