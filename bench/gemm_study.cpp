@@ -36,6 +36,8 @@
 #include "kernels/cell_pass.h"
 #include "kernels/recurrent_product.h"
 #include "common/workspace.h"
+#include "gemm/transpose.h"
+#include "plan/lstm_plan.h"
 
 extern "C" void openblas_set_num_threads(int);
 
@@ -244,6 +246,31 @@ void section_bwd() {
                   static_cast<long long>(s.k), static_cast<long long>(s.g));
     print_rate(what, "dnnl_sgemm NN", flop, t[2], t[2]);
     print_rate(what, "openblas NN", flop, t[3], t[2]);
+    // As the backward driver computes dW: two halves of the 4H rows (lda 4H), each
+    // one TN product, or its transpose dW^T = X^T dG then copied transposed into dW
+    // (the plan's weight_gradient_result_transposed form; the copy included).
+    const int64_t half = s.g / 2, ld = half + lstmop::detail::kTransposePad;
+    std::vector<float> dwt(static_cast<std::size_t>(s.k * ld));
+    std::vector<double> h = seconds_per_call(std::vector<std::function<void()>>{
+        [&]() {
+          for (int64_t part = 0; part < 2; ++part) {
+            dnnl_sgemm('T', 'N', half, s.k, s.tb, 1.0f, dg.data() + part * half, s.g, x.data(), s.k,
+                       0.0f, dw.data() + part * half * s.k, s.k);
+          }
+        },
+        [&]() {
+          for (int64_t part = 0; part < 2; ++part) {
+            dnnl_sgemm('T', 'N', s.k, half, s.tb, 1.0f, x.data(), s.k, dg.data() + part * half, s.g,
+                       0.0f, dwt.data(), ld);
+            lstmop::detail::transpose(s.k, half, dwt.data(), ld, dw.data() + part * half * s.k, s.k);
+          }
+        }});
+    std::snprintf(what, sizeof what, "%s dW halves %lld x %lld K=%lld%s", s.name,
+                  static_cast<long long>(half), static_cast<long long>(s.k),
+                  static_cast<long long>(s.tb),
+                  lstmop::detail::weight_gradient_result_transposed(half, s.k) ? " (taken)" : "");
+    print_rate(what, "dnnl_sgemm TN", flop, h[0], h[0]);
+    print_rate(what, "transposed + copy", flop, h[1], h[0]);
   }
 }
 

@@ -147,10 +147,11 @@ constexpr int64_t transposed_stride(int64_t rows) { return (rows + 15) / 16 * 16
 // transpose dw^T (cols, rows) = x^T d_gates, then copied transposed into dw:
 // dnnl_sgemm's TN product runs at about its full rate when the result has
 // 1024 columns or more and 15-25% below it with fewer, so the form whose
-// result is the wider one wins. Zen 5, 1 thread (gemm_study --section bwd,
-// each half of S2's and S1's products, copy included): rows 512, cols 256
-// 154 -> 178 GFLOP/s; rows 1024, cols 512 153 -> 191; rows 256 (S5) or
-// cols 1024 (S1's layer 1 w_ih) even or worse, so kept as they were. The
+// result is the wider one wins. Zen 5, 1 thread (`gemm_study --section bwd`,
+// the "dW halves" rows, copy included): rows 512, cols 256 (S2) 154-164 ->
+// 178-180 GFLOP/s; rows 1024, cols 512 (S1 layer 0) 153-155 -> 191-194;
+// rows 256 (S5, S3) or cols 1024 (S1's layer 1 w_ih) even or worse (S3's
+// K = 200: 0.91x), so kept as they were. The
 // choice depends on the shape only: the same products whatever the threads.
 constexpr bool weight_gradient_result_transposed(int64_t rows, int64_t cols) {
   return rows >= 512 && cols <= 512 && cols <= rows;
