@@ -1,6 +1,6 @@
 // lstmop bench: which GEMM for which LSTM call, measured side by side.
 //
-//   gemm_study [--quick] [--section peak|step|proj|bwd|det|bf16|cell]...
+//   gemm_study [--quick] [--section peak|step|proj|bwd|det|bf16|bf16bwd|cell]...
 //
 // Sections (all on one thread unless said; min over batches of calls; times
 // are the thread's CPU time, see Clock):
@@ -36,6 +36,7 @@
 #include "kernels/cell_pass.h"
 #include "kernels/recurrent_product.h"
 #include "common/workspace.h"
+#include "gemm/gemm.h"
 #include "gemm/transpose.h"
 #include "plan/lstm_plan.h"
 
@@ -359,6 +360,67 @@ void section_bf16() {
               pd.impl_info_str(), flop / s * 1e-9, flop / sf * 1e-9, sf / s);
 }
 
+// The bfloat16 backward's products through gemm_bf16 (oneDNN's matmul) as the
+// driver issues them: each half of dW (TN: d_gates^T x, K = the rows) and a
+// row half of dX (NN on w_ih's bits), against alternative forms.
+void section_bf16_bwd() {
+  using lstmop::detail::Transpose;
+  std::printf("bf16bwd: the bfloat16 backward's products on gemm_bf16, as the driver issues them\n");
+  struct Shape { const char* name; int64_t tb, g, k; };
+  std::vector<Shape> shapes = {{"B1 l0", 6400, 2048, 512}, {"B1 l1", 6400, 2048, 1024},
+                               {"S6", 1600, 1024, 256}, {"B5", 1600, 512, 128}};
+  if (g_quick) shapes = {{"B5", 1600, 512, 128}};
+  auto bits = [](int64_t n, unsigned seed) {
+    std::vector<float> f = random_floats(n, seed);
+    std::vector<uint16_t> b(f.size());
+    for (std::size_t i = 0; i < f.size(); ++i) b[i] = lstmop::float_to_bfloat16(f[i]);
+    return b;
+  };
+  for (const Shape& s : shapes) {
+    const int64_t half = s.g / 2;
+    std::vector<uint16_t> dg = bits(s.tb * s.g, 3), x = bits(s.tb * s.k, 4), w = bits(s.g * s.k, 5);
+    std::vector<uint16_t> dgt = bits(s.g * s.tb, 6), xt = bits(s.k * s.tb, 7);
+    std::vector<float> dw(static_cast<std::size_t>(s.g * s.k)), dx(static_cast<std::size_t>(s.tb * s.k));
+    std::vector<double> t = seconds_per_call(std::vector<std::function<void()>>{
+        [&]() {  // the driver's: TN on d_gates as stored
+          for (int64_t part = 0; part < 2; ++part)
+            lstmop::detail::gemm_bf16(Transpose::Yes, Transpose::No, half, s.k, s.tb, dg.data() + part * half,
+                                      s.g, x.data(), s.k, 0.0f, dw.data() + part * half * s.k, s.k);
+        },
+        [&]() {  // d_gates held transposed (4H, TB): NN
+          for (int64_t part = 0; part < 2; ++part)
+            lstmop::detail::gemm_bf16(Transpose::No, Transpose::No, half, s.k, s.tb, dgt.data() + part * half * s.tb,
+                                      s.tb, x.data(), s.k, 0.0f, dw.data() + part * half * s.k, s.k);
+        },
+        [&]() {  // both transposed: d_gates^T (4H, TB) x x^T (K, TB): NT
+          for (int64_t part = 0; part < 2; ++part)
+            lstmop::detail::gemm_bf16(Transpose::No, Transpose::Yes, half, s.k, s.tb, dgt.data() + part * half * s.tb,
+                                      s.tb, xt.data(), s.tb, 0.0f, dw.data() + part * half * s.k, s.k);
+        },
+        [&]() {  // dW^T = x^T d_gates (K, half): TN the other way
+          for (int64_t part = 0; part < 2; ++part)
+            lstmop::detail::gemm_bf16(Transpose::Yes, Transpose::No, s.k, half, s.tb, x.data(), s.k,
+                                      dg.data() + part * half, s.g, 0.0f, dw.data(), half);
+        },
+        [&]() {  // dX row half as the driver: NN on w_ih's bits
+          for (int64_t part = 0; part < 2; ++part)
+            lstmop::detail::gemm_bf16(Transpose::No, Transpose::No, s.tb / 2, s.k, s.g, dg.data() + part * (s.tb / 2) * s.g,
+                                      s.g, w.data(), s.k, 0.0f, dx.data() + part * (s.tb / 2) * s.k, s.k);
+        }});
+    const double flop = 2.0 * s.tb * s.g * s.k;
+    char what[80];
+    std::snprintf(what, sizeof what, "%s dW halves %lld x %lld K=%lld", s.name, static_cast<long long>(half),
+                  static_cast<long long>(s.k), static_cast<long long>(s.tb));
+    print_rate(what, "TN (driver)", flop, t[0], t[0]);
+    print_rate(what, "NN on dG^T", flop, t[1], t[0]);
+    print_rate(what, "NT on dG^T, x^T", flop, t[2], t[0]);
+    print_rate(what, "dW^T TN", flop, t[3], t[0]);
+    std::snprintf(what, sizeof what, "%s dX halves %lld x %lld K=%lld", s.name, static_cast<long long>(s.tb / 2),
+                  static_cast<long long>(s.k), static_cast<long long>(s.g));
+    print_rate(what, "NN (driver)", flop, t[4], t[4]);
+  }
+}
+
 // One recurrent step: gates (M, 4H) += h (M, H) * w_hh^T, then the forward
 // cell pass (training: saved activations written), for the step shapes of
 // S2/S3/S5: lstmop's kernels against dnnl_sgemm + the same cell pass.
@@ -422,11 +484,11 @@ int main(int argc, char** argv) {
     if (arg == "--quick") g_quick = true;
     else if (arg == "--section" && k + 1 < argc) sections.insert(argv[++k]);
     else {
-      std::fprintf(stderr, "usage: gemm_study [--quick] [--section peak|step|proj|bwd|det|bf16|cell]...\n");
+      std::fprintf(stderr, "usage: gemm_study [--quick] [--section peak|step|proj|bwd|det|bf16|bf16bwd|cell]...\n");
       return 2;
     }
   }
-  if (sections.empty()) sections = {"peak", "step", "proj", "bwd", "det", "bf16", "cell"};
+  if (sections.empty()) sections = {"peak", "step", "proj", "bwd", "det", "bf16", "bf16bwd", "cell"};
   omp_set_num_threads(1);
   openblas_set_num_threads(1);
   std::printf("gemm_study: oneDNN isa %d, lstmop kernels: %s; 1 thread unless said\n",
@@ -448,6 +510,7 @@ int main(int argc, char** argv) {
   if (sections.count("bwd")) section_bwd();
   if (sections.count("det")) section_det();
   if (sections.count("bf16")) section_bf16();
+  if (sections.count("bf16bwd")) section_bf16_bwd();
   if (sections.count("cell")) section_cell();
   return 0;
 }
