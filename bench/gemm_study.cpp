@@ -360,15 +360,23 @@ void section_bf16() {
               pd.impl_info_str(), flop / s * 1e-9, flop / sf * 1e-9, sf / s);
 }
 
-// The bfloat16 backward's products through gemm_bf16 (oneDNN's matmul) as the
-// driver issues them: each half of dW (TN: d_gates^T x, K = the rows) and a
-// row half of dX (NN on w_ih's bits), against alternative forms.
+// The bfloat16 backward's products through gemm_bf16 (oneDNN's matmul): each
+// half of dW as TN on the bits as stored (d_gates^T x, K = the rows), as NT on
+// operands given transposed (their transposition not counted: a float-to-bits
+// transpose of d_gates made that form 0.64-0.94x the TN one on Zen 5), and
+// as dW^T = x^T d_gates copied transposed (as the float products' rule,
+// weight_gradient_result_transposed; for the bits it measured 1.02-1.11x here
+// where the result is narrower than tall, but S6 and B5 training in the
+// runner moved by under 1%, so the driver keeps TN); a row half of dX as the
+// driver issues it (NN on w_ih's bits).
 void section_bf16_bwd() {
   using lstmop::detail::Transpose;
   std::printf("bf16bwd: the bfloat16 backward's products on gemm_bf16, as the driver issues them\n");
   struct Shape { const char* name; int64_t tb, g, k; };
   std::vector<Shape> shapes = {{"B1 l0", 6400, 2048, 512}, {"B1 l1", 6400, 2048, 1024},
-                               {"S6", 1600, 1024, 256}, {"B5", 1600, 512, 128}};
+                               {"S6", 1600, 1024, 256},       {"B5", 1600, 512, 128},
+                               {"H=256 I=512", 1600, 1024, 512}, {"H=512 I=256", 1600, 2048, 256},
+                               {"H=256 TB=6400", 6400, 1024, 256}, {"H=128 TB=400", 400, 512, 128}};
   if (g_quick) shapes = {{"B5", 1600, 512, 128}};
   auto bits = [](int64_t n, unsigned seed) {
     std::vector<float> f = random_floats(n, seed);
@@ -380,27 +388,26 @@ void section_bf16_bwd() {
     const int64_t half = s.g / 2;
     std::vector<uint16_t> dg = bits(s.tb * s.g, 3), x = bits(s.tb * s.k, 4), w = bits(s.g * s.k, 5);
     std::vector<uint16_t> dgt = bits(s.g * s.tb, 6), xt = bits(s.k * s.tb, 7);
+    const int64_t ld = half + lstmop::detail::kTransposePad;
+    std::vector<float> dwt(static_cast<std::size_t>(s.k * ld));
     std::vector<float> dw(static_cast<std::size_t>(s.g * s.k)), dx(static_cast<std::size_t>(s.tb * s.k));
     std::vector<double> t = seconds_per_call(std::vector<std::function<void()>>{
-        [&]() {  // the driver's: TN on d_gates as stored
+        [&]() {  // TN on d_gates as stored
           for (int64_t part = 0; part < 2; ++part)
             lstmop::detail::gemm_bf16(Transpose::Yes, Transpose::No, half, s.k, s.tb, dg.data() + part * half,
                                       s.g, x.data(), s.k, 0.0f, dw.data() + part * half * s.k, s.k);
-        },
-        [&]() {  // d_gates held transposed (4H, TB): NN
-          for (int64_t part = 0; part < 2; ++part)
-            lstmop::detail::gemm_bf16(Transpose::No, Transpose::No, half, s.k, s.tb, dgt.data() + part * half * s.tb,
-                                      s.tb, x.data(), s.k, 0.0f, dw.data() + part * half * s.k, s.k);
         },
         [&]() {  // both transposed: d_gates^T (4H, TB) x x^T (K, TB): NT
           for (int64_t part = 0; part < 2; ++part)
             lstmop::detail::gemm_bf16(Transpose::No, Transpose::Yes, half, s.k, s.tb, dgt.data() + part * half * s.tb,
                                       s.tb, xt.data(), s.tb, 0.0f, dw.data() + part * half * s.k, s.k);
         },
-        [&]() {  // dW^T = x^T d_gates (K, half): TN the other way
-          for (int64_t part = 0; part < 2; ++part)
+        [&]() {  // dW^T = x^T d_gates (K, half): TN the other way, then copied transposed
+          for (int64_t part = 0; part < 2; ++part) {
             lstmop::detail::gemm_bf16(Transpose::Yes, Transpose::No, s.k, half, s.tb, x.data(), s.k,
-                                      dg.data() + part * half, s.g, 0.0f, dw.data(), half);
+                                      dg.data() + part * half, s.g, 0.0f, dwt.data(), ld);
+            lstmop::detail::transpose(s.k, half, dwt.data(), ld, dw.data() + part * half * s.k, s.k);
+          }
         },
         [&]() {  // dX row half as the driver: NN on w_ih's bits
           for (int64_t part = 0; part < 2; ++part)
@@ -409,15 +416,14 @@ void section_bf16_bwd() {
         }});
     const double flop = 2.0 * s.tb * s.g * s.k;
     char what[80];
-    std::snprintf(what, sizeof what, "%s dW halves %lld x %lld K=%lld", s.name, static_cast<long long>(half),
-                  static_cast<long long>(s.k), static_cast<long long>(s.tb));
-    print_rate(what, "TN (driver)", flop, t[0], t[0]);
-    print_rate(what, "NN on dG^T", flop, t[1], t[0]);
-    print_rate(what, "NT on dG^T, x^T", flop, t[2], t[0]);
-    print_rate(what, "dW^T TN", flop, t[3], t[0]);
+    std::snprintf(what, sizeof what, "%s dW halves %lld x %lld K=%lld", s.name,
+                  static_cast<long long>(half), static_cast<long long>(s.k), static_cast<long long>(s.tb));
+    print_rate(what, "TN as stored (driver)", flop, t[0], t[0]);
+    print_rate(what, "NT, given transposed", flop, t[1], t[0]);
+    print_rate(what, "dW^T TN + copy", flop, t[2], t[0]);
     std::snprintf(what, sizeof what, "%s dX halves %lld x %lld K=%lld", s.name, static_cast<long long>(s.tb / 2),
                   static_cast<long long>(s.k), static_cast<long long>(s.g));
-    print_rate(what, "NN (driver)", flop, t[4], t[4]);
+    print_rate(what, "NN (driver)", flop, t[3], t[3]);
   }
 }
 
