@@ -249,13 +249,16 @@ def build_row(problem, mode, threads, best, best_wall, notes, sgemm, reps, one_t
                                if lstmop_ms and best.get("torch") else None)
     row["speedup_vs_onednn"] = (round(best["onednn"] / lstmop_ms, 3)
                                 if lstmop_ms and best.get("onednn") else None)
-    target = problems.TARGETS.get((problem.name, mode)) if threads == 1 else None
+    targets = problems.TARGETS if threads == 1 else problems.TARGETS_2T if threads == 2 else {}
+    target = targets.get((problem.name, mode))
     row["target_vs_torch"], row["target_vs_onednn"] = target if target else (None, None)
     row["met"] = None
-    needs_onednn = target is not None and target[1] is not None
-    if target and row["speedup_vs_torch"] and (row["speedup_vs_onednn"] or not needs_onednn):
-        row["met"] = ("yes" if row["speedup_vs_torch"] >= target[0]
-                      and (not needs_onednn or row["speedup_vs_onednn"] >= target[1]) else "no")
+    if target:
+        # Every target the row has needs its peer's figure; a missing peer leaves "met" empty.
+        checks = [(row["speedup_vs_torch"], target[0]), (row["speedup_vs_onednn"], target[1])]
+        checks = [(got, want) for got, want in checks if want is not None]
+        if all(got is not None for got, _ in checks):
+            row["met"] = "yes" if all(got >= want for got, want in checks) else "no"
     row["scaling_2t"] = None
     if threads == 2 and lstmop_ms and one_thread_lstmop:
         row["scaling_2t"] = round(one_thread_lstmop / lstmop_ms, 3)

@@ -1,6 +1,6 @@
 """The benchmark's problems: the suite S1..S7 and the 16-bit rows B1, B4, B5, H2, F2, the --quick
-shapes, --shape parsing, FLOP counts and the speed-up targets of the performance issue (S1..S6)
-and of the projections issue (S7)."""
+shapes, --shape parsing, FLOP counts and the speed-up targets of the open performance issues
+(#12 float32, #13 16-bit; 1 and 2 threads) and of the projections issue (S7)."""
 import dataclasses
 import random
 
@@ -125,23 +125,32 @@ def quick():
     ]
 
 
-# (case, mode) -> (minimum speed-up vs torch, minimum speed-up vs oneDNN, None: no target),
-# 1 thread. S7 (projections): oneDNN's peer runs no projections; S7's other target is
-# lstmop's GFLOP/s on S7 not below its own on S2 (run --cases S2,S7 and compare the rows).
+# (case, mode) -> (minimum speed-up vs torch, minimum speed-up vs oneDNN; None: no target),
+# 1 thread: the open issues' targets. float32 (#12): >= 1.0 against oneDNN on S1, S2, S5, >= 1.25
+# on S3 and S4 (oneDNN padded), torch >= 1.2 everywhere. 16-bit (#13): oneDNN's bfloat16
+# primitive >= 1.0 on B1, S6, B5, >= 1.25 on B4, torch >= 1.5 everywhere. S7 (projections,
+# #14): torch >= 3; oneDNN's peer runs no projections, and S7's other target is lstmop's
+# GFLOP/s on S7 not below its own on S2 (run --cases S2,S7 and compare the rows). (The first
+# performance issue, #4, asked more: S3 1.5, S5 1.3, torch 1.35-13; it ended blocked, and
+# #12 / #13 restate what stands.)
 TARGETS = {
-    ("S1", "infer"): (1.35, 1.0), ("S1", "train"): (1.35, 1.0),
-    ("S2", "infer"): (1.35, 1.0), ("S2", "train"): (1.35, 1.0),
-    ("S3", "infer"): (7.0, 1.5), ("S3", "train"): (13.0, 1.5),
-    ("S4", "infer"): (1.6, 1.25), ("S4", "train"): (4.0, 1.25),
-    ("S5", "infer"): (5.0, 1.3), ("S5", "train"): (5.0, 1.3),
+    ("S1", "infer"): (1.2, 1.0), ("S1", "train"): (1.2, 1.0),
+    ("S2", "infer"): (1.2, 1.0), ("S2", "train"): (1.2, 1.0),
+    ("S3", "infer"): (1.2, 1.25), ("S3", "train"): (1.2, 1.25),
+    ("S4", "infer"): (1.2, 1.25), ("S4", "train"): (1.2, 1.25),
+    ("S5", "infer"): (1.2, 1.0), ("S5", "train"): (1.2, 1.0),
     ("S6", "infer"): (1.5, 1.0), ("S6", "train"): (1.5, 1.0),
     ("S7", "infer"): (3.0, None), ("S7", "train"): (3.0, None),
     ("B1", "infer"): (1.5, 1.0), ("B1", "train"): (1.5, 1.0),
     ("B4", "infer"): (1.5, 1.25), ("B4", "train"): (1.5, 1.25),
     ("B5", "infer"): (1.5, 1.0), ("B5", "train"): (1.5, 1.0),
 }
-# Cases where lstmop on 2 threads must reach this multiple of its own 1-thread speed.
-TWO_THREAD_SCALING = {"S1": 1.8, "S2": 1.8, "S4": 1.8}
+# 2 threads (#12): (None: no torch target, minimum speed-up vs oneDNN).
+TARGETS_2T = {
+    ("S1", "infer"): (None, 1.0), ("S1", "train"): (None, 1.0),
+    ("S2", "infer"): (None, 1.0), ("S2", "train"): (None, 1.0),
+    ("S4", "infer"): (None, 1.25), ("S4", "train"): (None, 1.25),
+}
 
 
 def parse_shape(text, index):
