@@ -2,6 +2,9 @@
 // ISA bodies of recurrent_product_isa.h.
 #include "kernels/recurrent_product.h"
 
+#include <algorithm>
+#include <cstring>
+
 #include "kernels/recurrent_product_isa.h"
 
 namespace lstmop {
@@ -23,14 +26,19 @@ void RecurrentProduct::allocate(WorkspaceArena& arena, int64_t k, int64_t n) {
 
 void RecurrentProduct::set_b(const float* b, int64_t ldb) {
   // Panel p: columns [16p, 16p + 16) as k rows of 16 floats, zero-padded.
+  // Row by row: a full panel's 16 floats are one contiguous copy (a per-lane
+  // loop with its bounds test took 1.1% of S3 training on Zen 5).
   float* packed = packed_.data();
-  for (int64_t j0 = 0; j0 < n_; j0 += kPanel) {
-    float* panel = packed + j0 * k_;
-    for (int64_t kk = 0; kk < k_; ++kk) {
-      const float* row = b + kk * ldb;
-      for (int64_t lane = 0; lane < kPanel; ++lane) {
-        panel[kk * kPanel + lane] = j0 + lane < n_ ? row[j0 + lane] : 0.0f;
-      }
+  const int64_t full = n_ / kPanel * kPanel, rest = n_ - full;
+  for (int64_t kk = 0; kk < k_; ++kk) {
+    const float* row = b + kk * ldb;
+    for (int64_t j0 = 0; j0 < full; j0 += kPanel) {
+      std::memcpy(packed + j0 * k_ + kk * kPanel, row + j0, kPanel * sizeof(float));
+    }
+    if (rest > 0) {
+      float* dst = packed + full * k_ + kk * kPanel;
+      std::memcpy(dst, row + full, static_cast<std::size_t>(rest) * sizeof(float));
+      std::fill(dst + rest, dst + kPanel, 0.0f);
     }
   }
 }
