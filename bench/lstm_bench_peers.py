@@ -48,6 +48,12 @@ def set_threads(threads):
     torch.set_num_threads(threads)
     for setter in _BLAS_SETTERS:
         setter(threads)
+    if _THREADS_SET is not None:
+        # The workers of the previous setting spin before they sleep: measured, a 1-thread row
+        # right after a 2-thread one (--threads 1,2, 3 rounds) ran its in-process peers at
+        # half speed, the CPU clock counting the spinning thread (S3 inference: the plugin
+        # 1.34-1.47 ms and torch 10.8 ms, against 0.55-0.63 and 5.5 alone). Let them settle.
+        time.sleep(0.5)
     _THREADS_SET = threads
 
 
