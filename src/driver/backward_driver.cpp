@@ -612,9 +612,7 @@ class BackwardDriver {
                                       own.w_ih_bits.data());
         }
       } else if (split) {
-        for (int part = 0; part < 2; ++part) {
-          w.part_recurrent[part].set_b(w.w_hh_rows + t.units[part].begin, w.ld_hh);
-        }
+        // (each part packs its own units' columns: prepare_part below)
       } else {
         w.recurrent.set_b(w.w_hh_rows, w.ld_hh);
       }
@@ -634,11 +632,18 @@ class BackwardDriver {
         }
       }
     }
-    if (!h_prev_bits_only) {
-      for (int64_t step = 0; step < p_.T; ++step) {
+    // h_prev (N, R), the rows of every step (read by the weight gradients
+    // after the time loop); float products in split mode gather it in the
+    // parts (prepare_part), halves of the steps.
+    const bool float_split = split && !(kFloat && plan_.bf16_products);
+    const auto gather_h_prev = [&](int64_t step0, int64_t step1) {
+      for (int64_t step = step0; step < step1; ++step) {
         gather_previous_state<Acc>(p_, *g_.h, h0, s, dir, step, R,
                                    w.h_prev.data() + p_.step_offset[step] * R, 0, R);
       }
+    };
+    if (!h_prev_bits_only && !float_split) {
+      gather_h_prev(0, p_.T);
       if constexpr (kFloat) {
         if (plan_.bf16_products) {
           round_to_bfloat16_bits(w.h_prev.data(), N * R, w.h_prev_bits.data());
@@ -649,11 +654,27 @@ class BackwardDriver {
     std::fill_n(w.db.data(), G, Acc(0));
     gather_slot_rows<Acc>(g_.grad_cy, s, 0, p_.B, H, w.dc_state.data(), 0, H);
 
+    // Split mode's float products: part `part`'s packed w_hh columns and half
+    // of h_prev's steps (the time loop's barriers order both before any read
+    // by the other part).
+    const auto prepare_part = [&](int part) {
+      if constexpr (kFloat) {
+        if (float_split) {
+          w.part_recurrent[part].set_b(w.w_hh_rows + t.units[part].begin, w.ld_hh);
+        }
+      }
+      if (float_split) gather_h_prev(part * (p_.T / 2), part == 0 ? p_.T / 2 : p_.T);
+    };
     const bool paired = split && run_pair([&](int part) {
+      prepare_part(part);
       time_loop(s, dir, part, part + 1, &barrier_, own, w);
       weight_grads(in_size, part, part + 1, &barrier_, own, w);
     });
     if (!paired) {
+      if (split) {
+        prepare_part(0);
+        prepare_part(1);
+      }
       time_loop(s, dir, 0, t.parts, nullptr, own, w);
       weight_grads(in_size, 0, 2, nullptr, own, w);
     }

@@ -492,21 +492,30 @@ class ForwardDriver {
       run_matmul_direction(s, dir, in_size, w, layer);
       return;
     }
-    if (weights_as_bits(s)) {
-      const TensorView& w_ih = params_[s * p_.params_per_slot];
-      const TensorView& w_hh = params_[s * p_.params_per_slot + 1];
-      w.bf16_step.pack_bits(static_cast<const uint16_t*>(w_ih.data), w_ih.stride(0),
-                            static_cast<const uint16_t*>(w_hh.data), w_hh.stride(0), in_size);
-    } else {
-      w.bf16_step.pack(w.w_ih_rows, w.ld_ih, w.w_hh_rows, w.ld_hh, in_size);
-    }
+    // The packed weights of units [u0, u1) (split mode: each part its own,
+    // the only ones its steps read).
+    const auto pack_units = [&](int64_t u0, int64_t u1) {
+      if (weights_as_bits(s)) {
+        const TensorView& w_ih = params_[s * p_.params_per_slot];
+        const TensorView& w_hh = params_[s * p_.params_per_slot + 1];
+        w.bf16_step.pack_bits_units(static_cast<const uint16_t*>(w_ih.data), w_ih.stride(0),
+                                    static_cast<const uint16_t*>(w_hh.data), w_hh.stride(0), u0,
+                                    u1);
+      } else {
+        w.bf16_step.pack_units(w.w_ih_rows, w.ld_ih, w.w_hh_rows, w.ld_hh, u0, u1);
+      }
+    };
+    w.bf16_step.set_k_input(in_size);
     const int64_t n = p_.B * p_.H;
     for (int64_t e = 0; e < n; ++e) w.h_bits[0].data()[e] = float_to_bfloat16(w.h[0].data()[e]);
     std::copy_n(w.h_bits[0].data(), n, w.h_bits[1].data());
-    if (plan_.threads.threading == Threading::SplitUnits &&
-        run_pair([&](int part) { bf16_step_loop(s, dir, part, part + 1, &barrier_, w, layer); })) {
+    if (plan_.threads.threading == Threading::SplitUnits && run_pair([&](int part) {
+          pack_units(plan_.threads.units[part].begin, plan_.threads.units[part].end);
+          bf16_step_loop(s, dir, part, part + 1, &barrier_, w, layer);
+        })) {
       return;
     }
+    pack_units(0, p_.H);
     bf16_step_loop(s, dir, 0, plan_.threads.parts, nullptr, w, layer);
   }
 
@@ -607,9 +616,12 @@ class ForwardDriver {
   void run_float_direction(int64_t s, int64_t dir, int64_t in_size, const Acc* x,
                            DirectionWorkspace<Acc>& w, Acc* y) {
     const bool concatenated = plan_.step_concatenated;
-    w.step.pack(w.w_ih_rows, w.ld_ih, w.w_hh_rows, w.ld_hh, concatenated ? in_size : 0);
+    w.step.set_k_input(concatenated ? in_size : 0);
     if (plan_.threads.threading == Threading::SplitUnits) {
+      // Each part packs the weights of its own units (the only ones its steps read).
       const bool paired = run_pair([&](int part) {
+        const UnitRange units = plan_.threads.units[part];
+        w.step.pack_units(w.w_ih_rows, w.ld_ih, w.w_hh_rows, w.ld_hh, units.begin, units.end);
         if (!concatenated) {
           project_half(part, in_size, x, w);
           barrier_.wait();
@@ -618,6 +630,7 @@ class ForwardDriver {
       });
       if (paired) return;
     }
+    w.step.pack_units(w.w_ih_rows, w.ld_ih, w.w_hh_rows, w.ld_hh, 0, p_.H);
     if (!concatenated) {
       project_half(0, in_size, x, w);
       project_half(1, in_size, x, w);

@@ -35,13 +35,12 @@ void ForwardStepWeights::allocate(WorkspaceArena& arena, kernels::Isa isa, int64
             groups * 4 * (max_k_input + k_hidden) * width_);
 }
 
-void ForwardStepWeights::pack(const float* w_ih, int64_t ld_ih, const float* w_hh,
-                              int64_t ld_hh, int64_t k_input) {
-  k_input_ = k_input;
+void ForwardStepWeights::pack_units(const float* w_ih, int64_t ld_ih, const float* w_hh,
+                                    int64_t ld_hh, int64_t u_begin, int64_t u_end) {
   const int64_t W = width_, K = k_input_ + k_hidden_, row = 4 * W;
-  const int64_t groups = (H_ + W - 1) / W;
+  const int64_t g_end = (std::min(u_end, H_) + W - 1) / W;
   float* out = packed_.data();
-  for (int64_t g = 0; g < groups; ++g) {
+  for (int64_t g = u_begin / W; g < g_end; ++g) {
     const int64_t units = std::min<int64_t>(W, H_ - g * W);
     for (int64_t q = 0; q < 4; ++q) {
       // Gate q of group g: lanes [q * W, (q + 1) * W) of each of the group's

@@ -64,7 +64,17 @@ class ForwardStepWeights {
                 int64_t k_hidden);
   // Packs w_ih (4H, k_input) with row stride ld_ih (unread when k_input == 0;
   // k_input <= max_k_input) and w_hh (4H, k_hidden) with row stride ld_hh.
-  void pack(const float* w_ih, int64_t ld_ih, const float* w_hh, int64_t ld_hh, int64_t k_input);
+  void pack(const float* w_ih, int64_t ld_ih, const float* w_hh, int64_t ld_hh, int64_t k_input) {
+    set_k_input(k_input);
+    pack_units(w_ih, ld_ih, w_hh, ld_hh, 0, H_);
+  }
+  // The same in two halves, for split mode's threads: set_k_input first (one
+  // thread), then pack_units for each part's units [u_begin, u_end) (u_begin
+  // a multiple of 16, so of every body's width): the groups a step over those
+  // units reads, and no other (threads may pack disjoint ranges at once).
+  void set_k_input(int64_t k_input) { k_input_ = k_input; }
+  void pack_units(const float* w_ih, int64_t ld_ih, const float* w_hh, int64_t ld_hh,
+                  int64_t u_begin, int64_t u_end);
 
   kernels::Isa isa() const { return isa_; }
   int64_t hidden() const { return H_; }

@@ -267,9 +267,10 @@ inline uint16_t bits_of(uint16_t v) { return v; }
 // from the gate's start.
 template <class T, class Fast>
 void pack_panels(uint16_t* out, int64_t H, int64_t k_input, int64_t k_hidden, const T* w_ih,
-                 int64_t ld_ih, const T* w_hh, int64_t ld_hh, Fast fast) {
+                 int64_t ld_ih, const T* w_hh, int64_t ld_hh, int64_t u_begin, int64_t u_end,
+                 Fast fast) {
   const int64_t P0 = pairs(k_input), P1 = pairs(k_hidden);
-  const int64_t groups = (H + kWidth - 1) / kWidth;
+  const int64_t g_end = (std::min(u_end, H) + kWidth - 1) / kWidth;
   auto pack_part = [&](uint16_t* part, int64_t pairs_count, int64_t count, const T* w,
                        int64_t ld, int64_t first_row, int64_t units) {
     if (fast(part, pairs_count, count, w + first_row * ld, ld, units)) return;
@@ -284,7 +285,7 @@ void pack_panels(uint16_t* out, int64_t H, int64_t k_input, int64_t k_hidden, co
       }
     }
   };
-  for (int64_t g = 0; g < groups; ++g) {
+  for (int64_t g = u_begin / kWidth; g < g_end; ++g) {
     const int64_t units = std::min<int64_t>(kWidth, H - g * kWidth);
     for (int64_t q = 0; q < 4; ++q) {
       uint16_t* gate = out + g * (P0 + P1) * kPairRow + q * kGate;
@@ -297,10 +298,9 @@ void pack_panels(uint16_t* out, int64_t H, int64_t k_input, int64_t k_hidden, co
 
 }  // namespace
 
-void Bf16StepWeights::pack(const float* w_ih, int64_t ld_ih, const float* w_hh, int64_t ld_hh,
-                           int64_t k_input) {
-  k_input_ = k_input;
-  pack_panels(packed_.data(), H_, k_input_, k_hidden_, w_ih, ld_ih, w_hh, ld_hh,
+void Bf16StepWeights::pack_units(const float* w_ih, int64_t ld_ih, const float* w_hh,
+                                 int64_t ld_hh, int64_t u_begin, int64_t u_end) {
+  pack_panels(packed_.data(), H_, k_input_, k_hidden_, w_ih, ld_ih, w_hh, ld_hh, u_begin, u_end,
               [](uint16_t* part, int64_t pairs_count, int64_t count, const float* base,
                  int64_t ld, int64_t units) {
                 if (ld >= (int64_t{1} << 27)) return false;  // 32-bit gather offsets
@@ -309,10 +309,10 @@ void Bf16StepWeights::pack(const float* w_ih, int64_t ld_ih, const float* w_hh, 
               });
 }
 
-void Bf16StepWeights::pack_bits(const uint16_t* w_ih, int64_t ld_ih, const uint16_t* w_hh,
-                                int64_t ld_hh, int64_t k_input) {
-  k_input_ = k_input;
-  pack_panels(packed_.data(), H_, k_input_, k_hidden_, w_ih, ld_ih, w_hh, ld_hh,
+void Bf16StepWeights::pack_bits_units(const uint16_t* w_ih, int64_t ld_ih,
+                                      const uint16_t* w_hh, int64_t ld_hh, int64_t u_begin,
+                                      int64_t u_end) {
+  pack_panels(packed_.data(), H_, k_input_, k_hidden_, w_ih, ld_ih, w_hh, ld_hh, u_begin, u_end,
               [](uint16_t* part, int64_t pairs_count, int64_t count, const uint16_t* base,
                  int64_t ld, int64_t units) {
                 // 32-bit pair gathers: 4-byte aligned rows with an even stride.

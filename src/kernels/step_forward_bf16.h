@@ -35,10 +35,24 @@ class Bf16StepWeights {
  public:
   void allocate(WorkspaceArena& arena, int64_t H, int64_t max_k_input, int64_t k_hidden);
   // float values rounded to nearest even (exact for bfloat16 calls' weights).
-  void pack(const float* w_ih, int64_t ld_ih, const float* w_hh, int64_t ld_hh, int64_t k_input);
+  void pack(const float* w_ih, int64_t ld_ih, const float* w_hh, int64_t ld_hh, int64_t k_input) {
+    set_k_input(k_input);
+    pack_units(w_ih, ld_ih, w_hh, ld_hh, 0, H_);
+  }
   // The same from bfloat16 bits (bfloat16 calls), row strides in elements.
   void pack_bits(const uint16_t* w_ih, int64_t ld_ih, const uint16_t* w_hh, int64_t ld_hh,
-                 int64_t k_input);
+                 int64_t k_input) {
+    set_k_input(k_input);
+    pack_bits_units(w_ih, ld_ih, w_hh, ld_hh, 0, H_);
+  }
+  // In parts, for split mode's threads: set_k_input first (one thread), then
+  // each part's units [u_begin, u_end) (u_begin a multiple of 16): the groups
+  // a step over those units reads, and no other.
+  void set_k_input(int64_t k_input) { k_input_ = k_input; }
+  void pack_units(const float* w_ih, int64_t ld_ih, const float* w_hh, int64_t ld_hh,
+                  int64_t u_begin, int64_t u_end);
+  void pack_bits_units(const uint16_t* w_ih, int64_t ld_ih, const uint16_t* w_hh, int64_t ld_hh,
+                       int64_t u_begin, int64_t u_end);
 
   int64_t hidden() const { return H_; }
   int64_t k_input() const { return k_input_; }
