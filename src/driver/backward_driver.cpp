@@ -40,6 +40,7 @@
 #include "driver/drivers.h"
 #include "driver/sequence_rows.h"
 #include "driver/threads.h"
+#include "driver/unit_balance.h"
 #include "gemm/bf16_matmul_step.h"
 #include "gemm/gemm.h"
 #include "gemm/transpose.h"
@@ -74,8 +75,9 @@ struct DirectionWorkspace {
   // takes that form (BackwardPlan::dw_t).
   Workspace<Acc> dw_t;
   Workspace<Acc> step[kSavedCount];   // one step's i, j, f, o, tanhc, c_prev (B, H)
-  RecurrentProduct recurrent;         // float: w_hh (4H, R) packed for the dh product
-  RecurrentProduct part_recurrent[2]; // split mode: w_hh's columns of each part's units
+  // float: w_hh (4H, R) packed for the dh product (split mode: each part
+  // packs its units' columns, and takes any range of them step by step).
+  RecurrentProduct recurrent;
   // bf16_products: d_gates, h_prev and w_ih as bfloat16 bits; w_hh packed.
   Workspace<uint16_t> d_gates_bits, h_prev_bits, w_ih_bits;
   Bf16RecurrentProduct bf16_recurrent;
@@ -139,13 +141,7 @@ class BackwardDriver {
         arena_.add(w.h_prev_bits, "the previous hidden states' bfloat16 values (valid rows, H)",
                    plan_.h_prev_bits);
       } else if constexpr (kFloat) {
-        if (t.threading != Threading::SplitUnits) {
-          w.recurrent.allocate(arena_, 4 * p.H, p.R);
-        } else {
-          for (int part = 0; part < 2; ++part) {
-            w.part_recurrent[part].allocate(arena_, 4 * p.H, units(part));
-          }
-        }
+        w.recurrent.allocate(arena_, 4 * p.H, p.R);
       }
       arena_.add(w.h_prev, "the previous hidden states (valid rows, R)", plan_.h_prev);
       arena_.add(w.dh_state, "dh (B, R)", plan_.state);
@@ -222,10 +218,6 @@ class BackwardDriver {
   }
 
  private:
-  int64_t units(int part) const {
-    return plan_.threads.units[part].end - plan_.threads.units[part].begin;
-  }
-
   // x_ (N, I_l): the input for layer 0, else the lower layer's saved h (its
   // output); bf16_products: its bfloat16 values too.
   void load_layer_input(int64_t l) {
@@ -327,12 +319,11 @@ class BackwardDriver {
     return dm;
   }
 
-  // Step t's loads and cell pass for the hidden units of part `part`: d_gates[t]'s
+  // Step t's loads and cell pass for the hidden units [u0, u1): d_gates[t]'s
   // columns of those units and their dc state.
-  void step_cell(int64_t s, int64_t dir, int64_t t, int part, DirectionWorkspace<Acc>& own,
-                 DirectionWorkspace<Acc>& w) const {
+  void step_cell(int64_t s, int64_t dir, int64_t t, int64_t u0, int64_t u1,
+                 DirectionWorkspace<Acc>& own, DirectionWorkspace<Acc>& w) const {
     const int64_t H = p_.H, G = 4 * H, R = p_.R, DR = p_.D * R;
-    const int64_t u0 = plan_.threads.units[part].begin, u1 = plan_.threads.units[part].end;
     const int64_t rows = p_.step_batch[t];
     const int64_t off = p_.step_offset[t];
     const TensorView* c0 = p_.has_hx ? &hx_[1] : nullptr;
@@ -428,15 +419,12 @@ class BackwardDriver {
     }
   }
 
-  // dh_state[:rows, columns of part] = d_gates[t] (rows, 4H) * w_hh[:, columns
-  // of part] (rows, R); split mode's parts (never with projections: R = H)
-  // take their units' columns, one part all R.
-  void step_dh(int64_t t, int part, DirectionWorkspace<Acc>& own,
+  // dh_state[:rows, u0:u1) = d_gates[t] (rows, 4H) * w_hh[:, u0:u1) (rows, R):
+  // split mode's parts (never with projections: R = H) their units' columns,
+  // otherwise [0, R).
+  void step_dh(int64_t t, int64_t u0, int64_t u1, DirectionWorkspace<Acc>& own,
                DirectionWorkspace<Acc>& w) const {
     const int64_t R = p_.R, G = 4 * p_.H;
-    const bool split = plan_.threads.threading == Threading::SplitUnits;
-    const int64_t u0 = split ? plan_.threads.units[part].begin : 0;
-    const int64_t u1 = split ? plan_.threads.units[part].end : R;
     const int64_t rows = p_.step_batch[t];
     const Acc* d_gates = own.d_gates.data() + p_.step_offset[t] * G;
     if constexpr (kFloat) {
@@ -454,8 +442,7 @@ class BackwardDriver {
       for (int64_t r = 0; r < rows; ++r) {
         std::fill(w.dh_state.data() + r * R + u0, w.dh_state.data() + r * R + u1, 0.0f);
       }
-      const RecurrentProduct& product = split ? w.part_recurrent[part] : w.recurrent;
-      product.accumulate(rows, d_gates, G, w.dh_state.data() + u0, R);
+      w.recurrent.accumulate_columns(rows, d_gates, G, w.dh_state.data(), R, u0, u1);
     } else {
       (void)u0, (void)u1;
       gemm(Transpose::No, Transpose::No, rows, R, G, Acc(1), d_gates, G, w.w_hh_rows, w.ld_hh,
@@ -463,19 +450,51 @@ class BackwardDriver {
     }
   }
 
-  // The time loop for parts [p0, p1): per step every part's cell pass, then
-  // (after the barrier, with two threads: each step's dh product reads the
-  // d_gates columns of both parts) every part's dh columns. A part's next
-  // cell pass reads only its own dh and dc columns, and writes other rows of
-  // d_gates, so one barrier per step suffices.
+  // The time loop. One thread (barrier null): per step every part's cell
+  // pass on the plan's units, then every part's dh columns (one part: all R).
+  // Two threads (part p0 here): per step the part's cell pass, the barrier
+  // (each step's dh product reads the d_gates columns of both parts), its dh
+  // columns; a part's next cell pass reads only its own dh and dc columns,
+  // and writes other rows of d_gates, so one barrier per step suffices. The
+  // balance (unit_balance.h) moves the boundary at barriers only: a step's
+  // dh product and the next step's cell pass take the same units, whose dc
+  // (written by the previous owner) the barrier orders; the time between two
+  // barriers (a dh product and a cell pass) is what it measures.
   void time_loop(int64_t s, int64_t dir, int p0, int p1, PairBarrier* barrier,
-                 DirectionWorkspace<Acc>& own, DirectionWorkspace<Acc>& w) const {
-    for (int64_t n = 0; n < p_.T; ++n) {
-      const int64_t t = dir == 0 ? p_.T - 1 - n : n;
-      for (int part = p0; part < p1; ++part) step_cell(s, dir, t, part, own, w);
-      if (barrier != nullptr) barrier->wait();
-      for (int part = p0; part < p1; ++part) step_dh(t, part, own, w);
+                 UnitBalance* balance, DirectionWorkspace<Acc>& own,
+                 DirectionWorkspace<Acc>& w) const {
+    const auto step_at = [&](int64_t n) { return dir == 0 ? p_.T - 1 - n : n; };
+    if (barrier == nullptr) {
+      const bool split = plan_.threads.threading == Threading::SplitUnits;
+      for (int64_t n = 0; n < p_.T; ++n) {
+        const int64_t t = step_at(n);
+        for (int part = p0; part < p1; ++part) {
+          step_cell(s, dir, t, plan_.threads.units[part].begin, plan_.threads.units[part].end,
+                    own, w);
+        }
+        for (int part = p0; part < p1; ++part) {
+          step_dh(t, split ? plan_.threads.units[part].begin : 0,
+                  split ? plan_.threads.units[part].end : p_.R, own, w);
+        }
+      }
+      return;
     }
+    const int part = p0;
+    UnitBalance::Local local = balance->start();
+    int64_t u0 = 0, u1 = 0;
+    for (int64_t n = 0; n < p_.T; ++n) {
+      const int64_t busy_from = UnitBalance::now();
+      balance->units(local, part, &u0, &u1);
+      if (n > 0) step_dh(step_at(n - 1), u0, u1, own, w);
+      step_cell(s, dir, step_at(n), u0, u1, own, w);
+      UnitBalance::record(local, UnitBalance::now() - busy_from);
+      balance->publish(local, part, n);
+      barrier->wait();
+      balance->update(local, part, n);
+    }
+    balance->units(local, part, &u0, &u1);
+    step_dh(step_at(p_.T - 1), u0, u1, own, w);
+    balance->finish(local, part);
   }
 
   // dw_ih (4H, I_l) = d_gates^T x_l and dw_hh (4H, H) = d_gates^T h_prev, the
@@ -660,14 +679,16 @@ class BackwardDriver {
     const auto prepare_part = [&](int part) {
       if constexpr (kFloat) {
         if (float_split) {
-          w.part_recurrent[part].set_b(w.w_hh_rows + t.units[part].begin, w.ld_hh);
+          w.recurrent.set_b_columns(w.w_hh_rows, w.ld_hh, t.units[part].begin,
+                                    t.units[part].end);
         }
       }
       if (float_split) gather_h_prev(part * (p_.T / 2), part == 0 ? p_.T / 2 : p_.T);
     };
+    UnitBalance balance(p_.H, t.units[0].end);
     const bool paired = split && run_pair([&](int part) {
       prepare_part(part);
-      time_loop(s, dir, part, part + 1, &barrier_, own, w);
+      time_loop(s, dir, part, part + 1, &barrier_, &balance, own, w);
       weight_grads(in_size, part, part + 1, &barrier_, own, w);
     });
     if (!paired) {
@@ -675,7 +696,7 @@ class BackwardDriver {
         prepare_part(0);
         prepare_part(1);
       }
-      time_loop(s, dir, 0, t.parts, nullptr, own, w);
+      time_loop(s, dir, 0, t.parts, nullptr, nullptr, own, w);
       weight_grads(in_size, 0, 2, nullptr, own, w);
     }
     scatter_slot<Acc>(p_, w.dh_state.data(), R, out_.dh0, s);

@@ -49,6 +49,7 @@
 #include "driver/drivers.h"
 #include "driver/sequence_rows.h"
 #include "driver/threads.h"
+#include "driver/unit_balance.h"
 #include "gemm/bf16_matmul_step.h"
 #include "gemm/gemm.h"
 #include "kernels/cell_pass.h"
@@ -405,11 +406,13 @@ class ForwardDriver {
   // keep their value in both buffers (hx's until the reverse direction
   // reaches them). Every element's bits are the same whatever the parts.
   void step_loop(int64_t s, int64_t dir, int p0, int p1, PairBarrier* barrier,
-                 DirectionWorkspace<Acc>& w, const Acc* x, Acc* y) const {
+                 UnitBalance* balance, DirectionWorkspace<Acc>& w, const Acc* x, Acc* y) const {
     if constexpr (kFloat) {
       const int64_t G = 4 * p_.H, DR = p_.D * p_.R, in_size = p_.slot_input_size[s];
       const bool projections = p_.projections();
+      UnitBalance::Local local = balance != nullptr ? balance->start() : UnitBalance::Local{};
       for (int64_t n = 0; n < p_.T; ++n) {
+        const int64_t busy_from = balance != nullptr ? UnitBalance::now() : 0;
         const int64_t t = dir == 0 ? n : p_.T - 1 - n;
         const int64_t off = p_.step_offset[t];
         ForwardStepArgs a;
@@ -438,26 +441,53 @@ class ForwardDriver {
         StepSaved<Storage> cell_saved = saved;
         if (projections) cell_saved.h = nullptr;
         for (int part = p0; part < p1; ++part) {
-          a.u_begin = plan_.threads.units[part].begin;
-          a.u_end = plan_.threads.units[part].end;
+          step_units(balance, local, part, &a.u_begin, &a.u_end);
           step_forward<Storage>(w.step, a, p_.train ? &cell_saved : nullptr);
         }
         // Split mode is planned off with projections (lstm_plan.h): one part.
         if (projections) project_step(a.rows, w, w.h[(n + 1) % 2].data(), layer_out, saved.h);
-        if (barrier != nullptr) barrier->wait();
+        end_step(barrier, balance, local, p0, n, busy_from);
       }
+      if (balance != nullptr) balance->finish(local, p0);
     } else {
-      (void)s, (void)dir, (void)p0, (void)p1, (void)barrier, (void)w, (void)x, (void)y;
+      (void)s, (void)dir, (void)p0, (void)p1, (void)barrier, (void)balance, (void)w, (void)x,
+          (void)y;
     }
+  }
+
+  // A step's units for `part`: split mode's balanced boundary on two threads
+  // (unit_balance.h), else the plan's.
+  void step_units(const UnitBalance* balance, const UnitBalance::Local& local, int part,
+                  int64_t* begin, int64_t* end) const {
+    if (balance != nullptr) {
+      balance->units(local, part, begin, end);
+      return;
+    }
+    *begin = plan_.threads.units[part].begin;
+    *end = plan_.threads.units[part].end;
+  }
+
+  // After a step's work: its time for the balance, the barrier, the balance's move.
+  static void end_step(PairBarrier* barrier, UnitBalance* balance, UnitBalance::Local& local,
+                       int part, int64_t n, int64_t busy_from) {
+    if (balance != nullptr) {
+      UnitBalance::record(local, UnitBalance::now() - busy_from);
+      balance->publish(local, part, n);
+    }
+    if (barrier != nullptr) barrier->wait();
+    if (balance != nullptr) balance->update(local, part, n);
   }
 
   // bf16_products: the fused step on bfloat16 dot products
   // (step_forward_bf16.h), parts and buffers as in step_loop.
   void bf16_step_loop(int64_t s, int64_t dir, int p0, int p1, PairBarrier* barrier,
-                      DirectionWorkspace<Acc>& w, const Layer<Acc>& layer) const {
+                      UnitBalance* balance, DirectionWorkspace<Acc>& w,
+                      const Layer<Acc>& layer) const {
     if constexpr (std::is_same_v<Storage, BFloat16> || std::is_same_v<Storage, float>) {
       const int64_t DH = p_.D * p_.H, in_size = p_.slot_input_size[s];
+      UnitBalance::Local local = balance != nullptr ? balance->start() : UnitBalance::Local{};
       for (int64_t n = 0; n < p_.T; ++n) {
+        const int64_t busy_from = balance != nullptr ? UnitBalance::now() : 0;
         const int64_t t = dir == 0 ? n : p_.T - 1 - n;
         const int64_t off = p_.step_offset[t];
         Bf16StepArgs a;
@@ -475,14 +505,15 @@ class ForwardDriver {
         a.h_next = w.h_bits[(n + 1) % 2].data();
         const StepSaved<Storage> saved = p_.train ? saved_at(s, t) : StepSaved<Storage>{};
         for (int part = p0; part < p1; ++part) {
-          a.u_begin = plan_.threads.units[part].begin;
-          a.u_end = plan_.threads.units[part].end;
+          step_units(balance, local, part, &a.u_begin, &a.u_end);
           step_forward_bf16<Storage>(w.bf16_step, a, p_.train ? &saved : nullptr);
         }
-        if (barrier != nullptr) barrier->wait();
+        end_step(barrier, balance, local, p0, n, busy_from);
       }
+      if (balance != nullptr) balance->finish(local, p0);
     } else {
-      (void)s, (void)dir, (void)p0, (void)p1, (void)barrier, (void)w, (void)layer;
+      (void)s, (void)dir, (void)p0, (void)p1, (void)barrier, (void)balance, (void)w,
+          (void)layer;
     }
   }
 
@@ -509,14 +540,16 @@ class ForwardDriver {
     const int64_t n = p_.B * p_.H;
     for (int64_t e = 0; e < n; ++e) w.h_bits[0].data()[e] = float_to_bfloat16(w.h[0].data()[e]);
     std::copy_n(w.h_bits[0].data(), n, w.h_bits[1].data());
+    UnitBalance balance(p_.H, plan_.threads.units[0].end);
     if (plan_.threads.threading == Threading::SplitUnits && run_pair([&](int part) {
           pack_units(plan_.threads.units[part].begin, plan_.threads.units[part].end);
-          bf16_step_loop(s, dir, part, part + 1, &barrier_, w, layer);
+          barrier_.wait();  // every unit packed before any step (the balance moves units)
+          bf16_step_loop(s, dir, part, part + 1, &barrier_, &balance, w, layer);
         })) {
       return;
     }
     pack_units(0, p_.H);
-    bf16_step_loop(s, dir, 0, plan_.threads.parts, nullptr, w, layer);
+    bf16_step_loop(s, dir, 0, plan_.threads.parts, nullptr, nullptr, w, layer);
   }
 
   // The matmul form (ForwardPlan::bf16_matmul_step): gates (N, 4H) = x_l
@@ -619,14 +652,16 @@ class ForwardDriver {
     w.step.set_k_input(concatenated ? in_size : 0);
     if (plan_.threads.threading == Threading::SplitUnits) {
       // Each part packs the weights of its own units (the only ones its steps read).
+      UnitBalance balance(p_.H, plan_.threads.units[0].end);
       const bool paired = run_pair([&](int part) {
         const UnitRange units = plan_.threads.units[part];
         w.step.pack_units(w.w_ih_rows, w.ld_ih, w.w_hh_rows, w.ld_hh, units.begin, units.end);
-        if (!concatenated) {
-          project_half(part, in_size, x, w);
-          barrier_.wait();
-        }
-        step_loop(s, dir, part, part + 1, &barrier_, w, x, y);
+        // (the packed weights of every unit before any step, whichever part
+        // the balance then gives it)
+        barrier_.wait();
+        if (!concatenated) project_half(part, in_size, x, w);
+        if (!concatenated) barrier_.wait();
+        step_loop(s, dir, part, part + 1, &barrier_, &balance, w, x, y);
       });
       if (paired) return;
     }
@@ -635,7 +670,7 @@ class ForwardDriver {
       project_half(0, in_size, x, w);
       project_half(1, in_size, x, w);
     }
-    step_loop(s, dir, 0, plan_.threads.parts, nullptr, w, x, y);
+    step_loop(s, dir, 0, plan_.threads.parts, nullptr, nullptr, w, x, y);
   }
 
   // dst (B, R) <- each sequence's final h: the layer output at its last step

@@ -24,15 +24,18 @@ void RecurrentProduct::allocate(WorkspaceArena& arena, int64_t k, int64_t n) {
   arena.add(packed_, "the packed recurrent weight", packed_size(k, n));
 }
 
-void RecurrentProduct::set_b(const float* b, int64_t ldb) {
+void RecurrentProduct::set_b(const float* b, int64_t ldb) { set_b_columns(b, ldb, 0, n_); }
+
+void RecurrentProduct::set_b_columns(const float* b, int64_t ldb, int64_t n0, int64_t n1) {
   // Panel p: columns [16p, 16p + 16) as k rows of 16 floats, zero-padded.
   // Row by row: a full panel's 16 floats are one contiguous copy (a per-lane
   // loop with its bounds test took 1.1% of S3 training on Zen 5).
   float* packed = packed_.data();
-  const int64_t full = n_ / kPanel * kPanel, rest = n_ - full;
+  n1 = std::min(n1, n_);
+  const int64_t full = n0 + (n1 - n0) / kPanel * kPanel, rest = n1 - full;
   for (int64_t kk = 0; kk < k_; ++kk) {
     const float* row = b + kk * ldb;
-    for (int64_t j0 = 0; j0 < full; j0 += kPanel) {
+    for (int64_t j0 = n0; j0 < full; j0 += kPanel) {
       std::memcpy(packed + j0 * k_ + kk * kPanel, row + j0, kPanel * sizeof(float));
     }
     if (rest > 0) {
@@ -62,23 +65,39 @@ void RecurrentProduct::set_b_from_rows(const float* w, int64_t ldw) {
 
 void RecurrentProduct::accumulate(int64_t m, const float* a, int64_t lda, float* c,
                                   int64_t ldc) const {
-  accumulate(kernels::kernel_choice().recurrent_product, m, a, lda, c, ldc);
+  accumulate_columns(kernels::kernel_choice().recurrent_product, m, a, lda, c, ldc, 0, n_);
 }
 
 void RecurrentProduct::accumulate(kernels::Isa isa, int64_t m, const float* a, int64_t lda,
                                   float* c, int64_t ldc) const {
-  if (m <= 0) return;
+  accumulate_columns(isa, m, a, lda, c, ldc, 0, n_);
+}
+
+void RecurrentProduct::accumulate_columns(int64_t m, const float* a, int64_t lda, float* c,
+                                          int64_t ldc, int64_t n0, int64_t n1) const {
+  accumulate_columns(kernels::kernel_choice().recurrent_product, m, a, lda, c, ldc, n0, n1);
+}
+
+void RecurrentProduct::accumulate_columns(kernels::Isa isa, int64_t m, const float* a,
+                                          int64_t lda, float* c, int64_t ldc, int64_t n0,
+                                          int64_t n1) const {
+  n1 = std::min(n1, n_);
+  if (m <= 0 || n0 >= n1) return;
+  // Panels from n0 on (n0 a multiple of the panel width): the same B of n1 - n0 columns.
+  const float* packed = packed_.data() + n0 * k_;
+  float* c0 = c + n0;
+  const int64_t n = n1 - n0;
   switch (isa) {
     case kernels::Isa::Avx512:
-      recurrent_product_avx512(m, k_, n_, a, lda, packed_.data(), c, ldc);
+      recurrent_product_avx512(m, k_, n, a, lda, packed, c0, ldc);
       return;
     case kernels::Isa::Avx2:
-      recurrent_product_avx2(m, k_, n_, a, lda, packed_.data(), c, ldc);
+      recurrent_product_avx2(m, k_, n, a, lda, packed, c0, ldc);
       return;
     case kernels::Isa::Scalar:
       break;
   }
-  recurrent_product_generic(m, k_, n_, a, lda, packed_.data(), c, ldc);
+  recurrent_product_generic(m, k_, n, a, lda, packed, c0, ldc);
 }
 
 }  // namespace detail

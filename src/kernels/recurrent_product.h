@@ -31,6 +31,9 @@ class RecurrentProduct {
   void allocate(WorkspaceArena& arena, int64_t k, int64_t n);
   // Packs B (k, n), row stride ldb.
   void set_b(const float* b, int64_t ldb);
+  // Packs only B's columns [n0, n1) (n0 a multiple of 16): the panels
+  // accumulate_columns over them reads (threads may pack disjoint ranges).
+  void set_b_columns(const float* b, int64_t ldb, int64_t n0, int64_t n1);
   // Packs B = W^T from W (n, k), row stride ldw (the PyTorch weight layout).
   void set_b_from_rows(const float* w, int64_t ldw);
   // C (m, n) += A (m, k) * B; lda, ldc row strides; m may be 0. Runs the
@@ -39,6 +42,12 @@ class RecurrentProduct {
   // The same with the body of `isa`, which the CPU must support (tests).
   void accumulate(kernels::Isa isa, int64_t m, const float* a, int64_t lda, float* c,
                   int64_t ldc) const;
+  // C[:, n0:n1) += A * B[:, n0:n1) (n0 a multiple of 16; c points at C's
+  // column 0): the bits of those columns in accumulate.
+  void accumulate_columns(int64_t m, const float* a, int64_t lda, float* c, int64_t ldc,
+                          int64_t n0, int64_t n1) const;
+  void accumulate_columns(kernels::Isa isa, int64_t m, const float* a, int64_t lda, float* c,
+                          int64_t ldc, int64_t n0, int64_t n1) const;
 
  private:
   int64_t k_ = 0, n_ = 0;
