@@ -361,24 +361,36 @@ class ForwardDriver {
   // the packed w_hr; 16-bit: rounded to the dtype, the value the call stores
   // and the next products take); then into the layer output (ld D*P) and,
   // when training, the saved h.
+  // Columns [c0, c1) of h only (split mode's parts: c0 a multiple of 16;
+  // every column gets the bits of the whole product's).
   void project_step(int64_t rows, DirectionWorkspace<Acc>& w, Acc* h_state, Acc* layer_out,
-                    Storage* saved_h) const {
+                    Storage* saved_h, int64_t c0 = 0, int64_t c1 = -1) const {
     const int64_t P = p_.P, H = p_.H, DP = p_.D * P;
+    if (c1 < 0) c1 = P;
     if constexpr (kFloat) {
-      std::fill(h_state, h_state + rows * P, 0.0f);
-      w.projection.accumulate(rows, w.cell_output.data(), H, h_state, P);
+      for (int64_t r = 0; r < rows; ++r) std::fill(h_state + r * P + c0, h_state + r * P + c1, 0.0f);
+      w.projection.accumulate_columns(rows, w.cell_output.data(), H, h_state, P, c0, c1);
       if constexpr (!std::is_same_v<Storage, float>) {
-        for (int64_t e = 0; e < rows * P; ++e) {
-          h_state[e] = static_cast<float>(StoreAs<Storage>::from(h_state[e]));
+        for (int64_t r = 0; r < rows; ++r) {
+          for (int64_t k = c0; k < c1; ++k) {
+            Acc& v = h_state[r * P + k];
+            v = static_cast<float>(StoreAs<Storage>::from(v));
+          }
         }
       }
     } else {
       gemm(Transpose::No, Transpose::Yes, rows, P, H, Acc(1), w.cell_output.data(), H,
            w.w_hr.data(), H, Acc(0), h_state, P);
     }
-    for (int64_t r = 0; r < rows; ++r) std::copy_n(h_state + r * P, P, layer_out + r * DP);
+    for (int64_t r = 0; r < rows; ++r) {
+      std::copy(h_state + r * P + c0, h_state + r * P + c1, layer_out + r * DP + c0);
+    }
     if (saved_h != nullptr) {
-      for (int64_t e = 0; e < rows * P; ++e) saved_h[e] = StoreAs<Storage>::from(h_state[e]);
+      for (int64_t r = 0; r < rows; ++r) {
+        for (int64_t k = c0; k < c1; ++k) {
+          saved_h[r * P + k] = StoreAs<Storage>::from(h_state[r * P + k]);
+        }
+      }
     }
   }
 
@@ -412,7 +424,7 @@ class ForwardDriver {
       const bool projections = p_.projections();
       UnitBalance::Local local = balance != nullptr ? balance->start() : UnitBalance::Local{};
       for (int64_t n = 0; n < p_.T; ++n) {
-        const int64_t busy_from = balance != nullptr ? UnitBalance::now() : 0;
+        int64_t busy_from = balance != nullptr ? UnitBalance::now() : 0;
         const int64_t t = dir == 0 ? n : p_.T - 1 - n;
         const int64_t off = p_.step_offset[t];
         ForwardStepArgs a;
@@ -444,9 +456,22 @@ class ForwardDriver {
           step_units(balance, local, part, &a.u_begin, &a.u_end);
           step_forward<Storage>(w.step, a, p_.train ? &cell_saved : nullptr);
         }
-        // Split mode is planned off with projections (lstm_plan.h): one part.
-        if (projections) project_step(a.rows, w, w.h[(n + 1) % 2].data(), layer_out, saved.h);
-        end_step(barrier, balance, local, p0, n, busy_from);
+        int64_t busy = 0;
+        if (projections) {
+          Acc* h_state = w.h[(n + 1) % 2].data();
+          if (barrier == nullptr) {  // one thread: all of h
+            project_step(a.rows, w, h_state, layer_out, saved.h);
+          } else {
+            // Two threads: every unit's m written before either part
+            // projects its columns of h (the part's time around the wait).
+            busy = UnitBalance::now() - busy_from;
+            barrier->wait();
+            busy_from = UnitBalance::now();
+            const UnitRange c = plan_.threads.proj_columns[p0];
+            project_step(a.rows, w, h_state, layer_out, saved.h, c.begin, c.end);
+          }
+        }
+        end_step(barrier, balance, local, p0, n, busy_from - busy);
       }
       if (balance != nullptr) balance->finish(local, p0);
     } else {

@@ -19,12 +19,14 @@ enum class Threading {
   // Bidirectional with >= 2 threads: the two directions of a layer at once,
   // each with its own scratch.
   DirectionsInParallel,
-  // Split mode (float, one direction, >= 2 threads, worth_splitting, no
-  // projections): the hidden units in two parts, one thread each, in
-  // lockstep (a barrier per step; src/README.md). With projections a step's
-  // h needs every unit's m (h = m w_hr^T), which would take a second barrier
-  // per step (cell, then projection) while the recurrent product over P
-  // columns is R/H of the unprojected one's: not planned.
+  // Split mode (float, one direction, >= 2 threads, worth_splitting): the
+  // hidden units in two parts, one thread each, in lockstep (a barrier per
+  // step; src/README.md). With projections (forward only) a step's h needs
+  // every unit's m (h = m w_hr^T): a second barrier per step, after the
+  // cell, then each part projects its columns of h (proj_columns). The
+  // backward with projections is not split: its step would take three
+  // barriers (dh over P columns, dm over H, the cell) for products of P
+  // columns.
   SplitUnits,
 };
 const char* threading_name(Threading threading);
@@ -65,6 +67,9 @@ struct ThreadPlan {
   // Hidden-unit parts: split mode's two halves, else one part of all H units.
   int parts = 1;
   UnitRange units[2] = {{0, 0}, {0, 0}};
+  // Split mode with projections: each part's columns of h (P wide), the
+  // first split_units(P) and the rest.
+  UnitRange proj_columns[2] = {{0, 0}, {0, 0}};
 };
 
 // The fused forward step's concatenated form (step_forward.h: the input's

@@ -11,7 +11,8 @@
 // more rows than one weight-gradient chunk, the directions on two threads;
 // float32 and float64, forward and backward (every gradient, w_hr's
 // included). Then the saved tensors' meaning with projections, and the plan:
-// split mode is never planned with projections.
+// with projections split mode runs the forward only (its columns of h per
+// part), its results those of one thread.
 #include <cmath>
 #include <random>
 
@@ -199,13 +200,15 @@ TEST(ProjectionsSaved, HiddenIsTheProjectionOfTheCellOutput) {
   }
 }
 
-// Split mode needs every unit's m before a step's h; it is planned off with
-// projections (lstm_plan.h) where it would run without them.
-TEST(ProjectionsPlan, SplitModeIsNotPlanned) {
+// Split mode needs every unit's m before a step's h: with projections the
+// forward splits (a second barrier a step, then each part its columns of h:
+// P = 40 -> 16 + 24, a partial panel), the backward does not (lstm_plan.h);
+// the reference's results on two threads, the bits of one thread.
+TEST(ProjectionsPlan, SplitModeRunsTheForwardOnly) {
   LstmConfig cfg;
   cfg.T = 30, cfg.B = 33, cfg.I = 24, cfg.H = 72, cfg.L = 1;
   const LstmProblem plain = make_problem(cfg, 701);
-  cfg.P = 20;
+  cfg.P = 40;
   const LstmProblem projected = make_problem(cfg, 701);
   lstmop::set_num_threads(2);
   const auto plan_of = [](const LstmProblem& q) {
@@ -217,10 +220,40 @@ TEST(ProjectionsPlan, SplitModeIsNotPlanned) {
   using lstmop::detail::Threading;
   EXPECT_EQ(plan_of(plain).first.threads.threading, Threading::SplitUnits);
   EXPECT_EQ(plan_of(plain).second.threads.threading, Threading::SplitUnits);
-  EXPECT_EQ(plan_of(projected).first.threads.threading, Threading::Serial);
+  EXPECT_EQ(plan_of(projected).first.threads.threading, Threading::SplitUnits);
+  EXPECT_EQ(plan_of(projected).first.threads.proj_columns[0].end, 16);
+  EXPECT_EQ(plan_of(projected).first.threads.proj_columns[1].begin, 16);
+  EXPECT_EQ(plan_of(projected).first.threads.proj_columns[1].end, 40);
   EXPECT_EQ(plan_of(projected).second.threads.threading, Threading::Serial);
-  lstmop::set_num_threads(1);
   expect_near_reference(projected.cfg, 702);
+  for (DType dtype : {DType::Float32, DType::BFloat16}) {
+    for (bool packed : {false, true}) {
+      LstmConfig c = projected.cfg;
+      c.dtype = dtype;
+      c.train = true;
+      c.packed = packed;
+      std::mt19937_64 rng(703);
+      if (packed) c.lengths = random_lengths(c.T, c.B, rng);
+      SCOPED_TRACE(c.name());
+      const LstmProblem q = make_problem(c, 704);
+      const LstmGrads g = make_grads(q, 705);
+      lstmop::set_num_threads(2);
+      const AllResults two = run_all(q, g);
+      lstmop::set_num_threads(1);
+      const AllResults one = run_all(q, g);
+      const NamedViews f1 = forward_outputs(one.fwd), f2 = forward_outputs(two.fwd);
+      ASSERT_EQ(f1.size(), f2.size());
+      for (std::size_t k = 0; k < f1.size(); ++k) {
+        EXPECT_TRUE(bitwise_equal(f1[k].second, f2[k].second)) << f1[k].first;
+      }
+      const NamedViews g1 = backward_outputs(one.bwd), g2 = backward_outputs(two.bwd);
+      ASSERT_EQ(g1.size(), g2.size());
+      for (std::size_t k = 0; k < g1.size(); ++k) {
+        EXPECT_TRUE(bitwise_equal(g1[k].second, g2[k].second)) << g1[k].first;
+      }
+    }
+  }
+  lstmop::set_num_threads(1);
 }
 
 // Empty batches (B = 0) with projections: outputs of the projected shapes
