@@ -295,28 +295,38 @@ class BackwardDriver {
   }
 
   // Projections, step t: dh_total[t] (rows, P) = dh_state + the layer
-  // output's gradient, then dm (rows, H) = dh_total[t] * w_hr: the gradient
-  // of the cell's output m = o * tanh(c), which the cell pass takes.
-  const Acc* step_cell_output_gradient(int64_t dir, int64_t t, DirectionWorkspace<Acc>& w) const {
-    const int64_t P = p_.P, H = p_.H, DP = p_.D * P;
+  // output's gradient (columns [c0, c1)), kept for dw_hr.
+  void step_output_gradient(int64_t dir, int64_t t, DirectionWorkspace<Acc>& w, int64_t c0,
+                            int64_t c1) const {
+    const int64_t P = p_.P, DP = p_.D * P;
     const int64_t rows = p_.step_batch[t], off = p_.step_offset[t];
     Acc* dh_total = w.dh_total.data() + off * P;
     const Acc* dh_state = w.dh_state.data();
     const Acc* d_out = d_out_rows_ + off * DP + dir * P;
     for (int64_t r = 0; r < rows; ++r) {
-      for (int64_t k = 0; k < P; ++k) {
+      for (int64_t k = c0; k < c1; ++k) {
         dh_total[r * P + k] = dh_state[r * P + k] + d_out[r * DP + k];
       }
     }
+  }
+
+  // Projections, step t: dm (rows, H) = dh_total[t] * w_hr, the gradient of
+  // the cell's output m = o * tanh(c), which the cell pass takes (units
+  // [u0, u1); every column the bits of the whole product's).
+  void step_cell_output_gradient(int64_t t, DirectionWorkspace<Acc>& w, int64_t u0,
+                                 int64_t u1) const {
+    const int64_t P = p_.P, H = p_.H;
+    const int64_t rows = p_.step_batch[t], off = p_.step_offset[t];
+    const Acc* dh_total = w.dh_total.data() + off * P;
     Acc* dm = w.cell_output_gradient.data();
     if constexpr (kFloat) {
-      std::fill(dm, dm + rows * H, 0.0f);
-      w.output_projection.accumulate(rows, dh_total, P, dm, H);
+      for (int64_t r = 0; r < rows; ++r) std::fill(dm + r * H + u0, dm + r * H + u1, 0.0f);
+      w.output_projection.accumulate_columns(rows, dh_total, P, dm, H, u0, u1);
     } else {
+      (void)u0, (void)u1;
       gemm(Transpose::No, Transpose::No, rows, H, P, Acc(1), dh_total, P, w.w_hr.data(), H, Acc(0),
            dm, H);
     }
-    return dm;
   }
 
   // Step t's loads and cell pass for the hidden units [u0, u1): d_gates[t]'s
@@ -338,8 +348,8 @@ class BackwardDriver {
     const Acc* d_out = d_out_rows_ + off * DR + dir * R;
     int64_t ld_out = DR;
     const Acc* dh = w.dh_state.data();
-    if (p_.projections()) {
-      dh = step_cell_output_gradient(dir, t, w);
+    if (p_.projections()) {  // dm: the time loop's step_cell_output_gradient
+      dh = w.cell_output_gradient.data();
       d_out = w.zero_row.data();
       ld_out = 0;
     }
@@ -464,19 +474,27 @@ class BackwardDriver {
                  UnitBalance* balance, DirectionWorkspace<Acc>& own,
                  DirectionWorkspace<Acc>& w) const {
     const auto step_at = [&](int64_t n) { return dir == 0 ? p_.T - 1 - n : n; };
+    const bool projections = p_.projections();
     if (barrier == nullptr) {
-      const bool split = plan_.threads.threading == Threading::SplitUnits;
       for (int64_t n = 0; n < p_.T; ++n) {
         const int64_t t = step_at(n);
+        if (projections) {
+          step_output_gradient(dir, t, w, 0, p_.P);
+          step_cell_output_gradient(t, w, 0, p_.H);
+        }
         for (int part = p0; part < p1; ++part) {
           step_cell(s, dir, t, plan_.threads.units[part].begin, plan_.threads.units[part].end,
                     own, w);
         }
         for (int part = p0; part < p1; ++part) {
-          step_dh(t, split ? plan_.threads.units[part].begin : 0,
-                  split ? plan_.threads.units[part].end : p_.R, own, w);
+          const UnitRange c = dh_columns(part);
+          step_dh(t, c.begin, c.end, own, w);
         }
       }
+      return;
+    }
+    if (projections) {
+      projection_time_loop(s, dir, p0, barrier, balance, own, w);
       return;
     }
     const int part = p0;
@@ -494,6 +512,46 @@ class BackwardDriver {
     }
     balance->units(local, part, &u0, &u1);
     step_dh(step_at(p_.T - 1), u0, u1, own, w);
+    balance->finish(local, part);
+  }
+
+  // The columns of dh (R wide) a part's dh product writes: split mode's
+  // units (R = H), with projections its columns of h (R = P); one part: all.
+  UnitRange dh_columns(int part) const {
+    if (plan_.threads.threading != Threading::SplitUnits) return UnitRange{0, p_.R};
+    return p_.projections() ? plan_.threads.proj_columns[part] : plan_.threads.units[part];
+  }
+
+  // Split mode with projections, part `part` of two threads: two barriers a
+  // step. The cell phase (dm, then the cell pass, on the part's units, which
+  // the balance moves) reads every column of the step's dh_total; the dh
+  // phase (the part's columns of dh, then of the next step's dh_total) reads
+  // every column of the step's d_gates.
+  void projection_time_loop(int64_t s, int64_t dir, int part, PairBarrier* barrier,
+                            UnitBalance* balance, DirectionWorkspace<Acc>& own,
+                            DirectionWorkspace<Acc>& w) const {
+    const auto step_at = [&](int64_t n) { return dir == 0 ? p_.T - 1 - n : n; };
+    const UnitRange c = dh_columns(part);
+    UnitBalance::Local local = balance->start();
+    int64_t u0 = 0, u1 = 0;
+    step_output_gradient(dir, step_at(0), w, c.begin, c.end);
+    barrier->wait();
+    for (int64_t n = 0; n < p_.T; ++n) {
+      const int64_t t = step_at(n);
+      int64_t busy_from = UnitBalance::now();
+      balance->units(local, part, &u0, &u1);
+      step_cell_output_gradient(t, w, u0, u1);
+      step_cell(s, dir, t, u0, u1, own, w);
+      const int64_t busy = UnitBalance::now() - busy_from;
+      barrier->wait();
+      busy_from = UnitBalance::now();
+      step_dh(t, c.begin, c.end, own, w);
+      if (n + 1 < p_.T) step_output_gradient(dir, step_at(n + 1), w, c.begin, c.end);
+      UnitBalance::record(local, busy + UnitBalance::now() - busy_from);
+      balance->publish(local, part, n);
+      barrier->wait();
+      balance->update(local, part, n);
+    }
     balance->finish(local, part);
   }
 
@@ -679,8 +737,8 @@ class BackwardDriver {
     const auto prepare_part = [&](int part) {
       if constexpr (kFloat) {
         if (float_split) {
-          w.recurrent.set_b_columns(w.w_hh_rows, w.ld_hh, t.units[part].begin,
-                                    t.units[part].end);
+          const UnitRange c = dh_columns(part);
+          w.recurrent.set_b_columns(w.w_hh_rows, w.ld_hh, c.begin, c.end);
         }
       }
       if (float_split) gather_h_prev(part * (p_.T / 2), part == 0 ? p_.T / 2 : p_.T);

@@ -15,14 +15,14 @@ namespace {
 bool bf16_products(const LstmProblem& p);
 bool bf16_matmul_step(const LstmProblem& p);
 
-ThreadPlan plan_threads(const LstmProblem& p, bool forward) {
+ThreadPlan plan_threads(const LstmProblem& p) {
   ThreadPlan t;
   const int threads = get_num_threads();
   const bool float_compute = p.dtype != DType::Float64;
   if (threads >= 2 && p.D == 2) {
     t.threading = Threading::DirectionsInParallel;
-  } else if (threads >= 2 && p.D == 1 && float_compute && (forward || !p.projections()) &&
-             !bf16_matmul_step(p) && worth_splitting(p)) {
+  } else if (threads >= 2 && p.D == 1 && float_compute && !bf16_matmul_step(p) &&
+             worth_splitting(p)) {
     t.threading = Threading::SplitUnits;
   }
   const bool parallel = t.threading == Threading::DirectionsInParallel;
@@ -85,7 +85,7 @@ RowHalf row_half(int64_t n, int64_t part) {
 
 ForwardPlan plan_forward(const LstmProblem& p) {
   ForwardPlan plan;
-  plan.threads = plan_threads(p, true);
+  plan.threads = plan_threads(p);
   const int64_t N = p.valid_rows(), G = 4 * p.H, DR = p.D * p.R;
   const int64_t max_in = std::max(p.I, DR);
   const bool float_compute = p.dtype != DType::Float64;
@@ -123,7 +123,7 @@ ForwardPlan plan_forward(const LstmProblem& p) {
 
 BackwardPlan plan_backward(const LstmProblem& p) {
   BackwardPlan plan;
-  plan.threads = plan_threads(p, false);
+  plan.threads = plan_threads(p);
   const int64_t N = p.valid_rows(), G = 4 * p.H, DR = p.D * p.R;
   const int64_t max_in = std::max(p.I, DR);
   plan.bf16_products = bf16_products(p);

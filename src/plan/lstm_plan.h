@@ -21,12 +21,10 @@ enum class Threading {
   DirectionsInParallel,
   // Split mode (float, one direction, >= 2 threads, worth_splitting): the
   // hidden units in two parts, one thread each, in lockstep (a barrier per
-  // step; src/README.md). With projections (forward only) a step's h needs
-  // every unit's m (h = m w_hr^T): a second barrier per step, after the
-  // cell, then each part projects its columns of h (proj_columns). The
-  // backward with projections is not split: its step would take three
-  // barriers (dh over P columns, dm over H, the cell) for products of P
-  // columns.
+  // step; src/README.md). With projections a step's h needs every unit's m
+  // (h = m w_hr^T), and the backward's dm every column of dh: two barriers
+  // per step, each part computing its columns of h (forward) and of dh
+  // (backward) on proj_columns.
   SplitUnits,
 };
 const char* threading_name(Threading threading);

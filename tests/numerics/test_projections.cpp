@@ -11,8 +11,8 @@
 // more rows than one weight-gradient chunk, the directions on two threads;
 // float32 and float64, forward and backward (every gradient, w_hr's
 // included). Then the saved tensors' meaning with projections, and the plan:
-// with projections split mode runs the forward only (its columns of h per
-// part), its results those of one thread.
+// with projections split mode splits the columns of h and of dh between the
+// parts, its results those of one thread.
 #include <cmath>
 #include <random>
 
@@ -200,11 +200,11 @@ TEST(ProjectionsSaved, HiddenIsTheProjectionOfTheCellOutput) {
   }
 }
 
-// Split mode needs every unit's m before a step's h: with projections the
-// forward splits (a second barrier a step, then each part its columns of h:
-// P = 40 -> 16 + 24, a partial panel), the backward does not (lstm_plan.h);
+// Split mode needs every unit's m before a step's h and every column of dh
+// before dm: with projections each part takes its columns of h and dh (P = 40
+// -> 16 + 24, a partial panel) after a second barrier a step (lstm_plan.h);
 // the reference's results on two threads, the bits of one thread.
-TEST(ProjectionsPlan, SplitModeRunsTheForwardOnly) {
+TEST(ProjectionsPlan, SplitModeSplitsTheColumnsOfH) {
   LstmConfig cfg;
   cfg.T = 30, cfg.B = 33, cfg.I = 24, cfg.H = 72, cfg.L = 1;
   const LstmProblem plain = make_problem(cfg, 701);
@@ -224,7 +224,8 @@ TEST(ProjectionsPlan, SplitModeRunsTheForwardOnly) {
   EXPECT_EQ(plan_of(projected).first.threads.proj_columns[0].end, 16);
   EXPECT_EQ(plan_of(projected).first.threads.proj_columns[1].begin, 16);
   EXPECT_EQ(plan_of(projected).first.threads.proj_columns[1].end, 40);
-  EXPECT_EQ(plan_of(projected).second.threads.threading, Threading::Serial);
+  EXPECT_EQ(plan_of(projected).second.threads.threading, Threading::SplitUnits);
+  EXPECT_EQ(plan_of(projected).second.threads.proj_columns[1].begin, 16);
   expect_near_reference(projected.cfg, 702);
   for (DType dtype : {DType::Float32, DType::BFloat16}) {
     for (bool packed : {false, true}) {

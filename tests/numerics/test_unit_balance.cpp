@@ -1,8 +1,8 @@
 // Split mode's balance of the hidden units between its two threads
 // (driver/unit_balance.h): where the measured times move the boundary, and
 // that moving units between the threads mid-call changes no bit (the
-// forward's units change threads at every window here, float and bfloat16,
-// fixed and variable length, inference and training).
+// units change threads at every window here, float and bfloat16, fixed and
+// variable length, inference and training, with projections).
 #include <gtest/gtest.h>
 
 #include <random>
@@ -76,19 +76,21 @@ class UnitsChangeThreads : public ::testing::Test {
 
 TEST_F(UnitsChangeThreads, ResultsAreBitwiseTheOneThreadResults) {
   // One direction with enough recurrent work that two threads split its
-  // units (T * B rows of H = 72: five groups, the last partial).
+  // units (T * B rows of H = 72: five groups, the last partial), with
+  // projections too.
   std::vector<LstmConfig> configs;
   std::mt19937_64 rng(31);
-  for (int variant = 0; variant < 5; ++variant) {
+  for (int variant = 0; variant < 7; ++variant) {
     LstmConfig c;
     c.T = 30;
     c.B = 33;
     c.I = 24;
     c.H = 72;
     c.L = 2;
-    c.packed = variant == 1 || variant == 3;
+    c.packed = variant == 1 || variant == 3 || variant == 6;
     c.train = variant != 2;
-    if (variant >= 3) c.dtype = DType::BFloat16;
+    if (variant == 3 || variant == 4) c.dtype = DType::BFloat16;
+    if (variant >= 5) c.P = 40;  // projections: two barriers a step, h and dh in columns
     if (c.packed) c.lengths = random_lengths(c.T, c.B, rng);
     configs.push_back(c);
   }
