@@ -6,7 +6,9 @@
 #pragma once
 
 #include <cstdint>
+#include <type_traits>
 
+#include "common/half_convert.h"
 #include "lstmop/tensor.h"
 
 namespace lstmop {
@@ -87,6 +89,12 @@ void gather_matrix(const TensorView& v, int64_t offset, int64_t rows, int64_t ro
     for (int64_t r = 0; r < rows; ++r) {
       const S* src = base + r * row_stride;
       Acc* out = dst + r * ld;
+      if constexpr (std::is_same_v<S, Half> && std::is_same_v<Acc, float>) {
+        if (col_stride == 1) {  // float16 runs: the vector conversion (same bits)
+          halves_to_floats(reinterpret_cast<const uint16_t*>(src), out, cols);
+          continue;
+        }
+      }
       if (col_stride == 1) {
         for (int64_t k = 0; k < cols; ++k) out[k] = to_acc<Acc>(src[k]);
       } else {
@@ -106,6 +114,12 @@ void scatter_matrix(const Acc* src, int64_t ld, int64_t rows, int64_t cols, cons
     for (int64_t r = 0; r < rows; ++r) {
       S* out = base + r * row_stride;
       const Acc* in = src + r * ld;
+      if constexpr (std::is_same_v<S, Half> && std::is_same_v<Acc, float>) {
+        if (col_stride == 1) {  // float16 runs: the vector conversion (same bits)
+          floats_to_halves(in, reinterpret_cast<uint16_t*>(out), cols);
+          continue;
+        }
+      }
       for (int64_t k = 0; k < cols; ++k) out[k * col_stride] = StoreAs<S>::from(in[k]);
     }
   });

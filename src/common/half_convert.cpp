@@ -1,0 +1,90 @@
+// float16 <-> float32 runs (half_convert.h).
+#include "common/half_convert.h"
+
+#include <immintrin.h>
+
+#include "kernels/cpu_features.h"
+#include "kernels/isa_target.h"
+#include "lstmop/tensor.h"
+
+// GCC 12 warns inside avx512fintrin.h that the _mm512_undefined_epi32()
+// pass-through operand of unmasked operations "may be used uninitialized" (a
+// self-initialised dummy, never read: the mask is all ones).
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
+
+namespace lstmop {
+namespace detail {
+namespace {
+
+// 16 halves (zero-extended to 32-bit lanes) -> their floats' bits.
+LSTMOP_TARGET_AVX512 inline __m512i widen16(__m512i h) {
+  const __m512i sign = _mm512_slli_epi32(_mm512_and_si512(h, _mm512_set1_epi32(0x8000)), 16);
+  const __m512i e = _mm512_and_si512(_mm512_srli_epi32(h, 10), _mm512_set1_epi32(0x1f));
+  const __m512i m = _mm512_and_si512(h, _mm512_set1_epi32(0x3ff));
+  const __m512i m13 = _mm512_slli_epi32(m, 13);
+  // Normal: the exponent rebiased (15 -> 127), the significand moved up.
+  __m512i x = _mm512_or_si512(_mm512_slli_epi32(_mm512_add_epi32(e, _mm512_set1_epi32(112)), 23), m13);
+  // Infinity and NaN: the all-ones exponent, the significand as it is.
+  const __mmask16 special = _mm512_cmpeq_epi32_mask(e, _mm512_set1_epi32(0x1f));
+  x = _mm512_mask_mov_epi32(x, special, _mm512_or_si512(_mm512_set1_epi32(0x7f800000), m13));
+  // Zero and subnormal: m * 2^-24, exact (m < 2^10, the product >= 2^-24 is normal).
+  const __mmask16 small = _mm512_cmpeq_epi32_mask(e, _mm512_setzero_si512());
+  const __m512 value = _mm512_mul_ps(_mm512_cvtepi32_ps(m), _mm512_set1_ps(0x1p-24f));
+  x = _mm512_mask_mov_epi32(x, small, _mm512_castps_si512(value));
+  return _mm512_or_si512(x, sign);
+}
+
+LSTMOP_TARGET_AVX512 void halves_to_floats_avx512(const uint16_t* src, float* dst, int64_t n) {
+  int64_t k = 0;
+  for (; k + 16 <= n; k += 16) {
+    const __m512i h =
+        _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(src + k)));
+    _mm512_storeu_si512(dst + k, widen16(h));
+  }
+  for (; k < n; ++k) dst[k] = half_to_float(src[k]);
+}
+
+// vcvtps2ph, nearest even; NaN lanes the scalar function's bits (the same
+// quiet NaN with the upper payload bits).
+LSTMOP_TARGET_AVX512 inline __m256i narrow16(__m512 v) {
+  const __m256i h = _mm512_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  const __m512i x = _mm512_castps_si512(v);
+  const __m512i a = _mm512_and_si512(x, _mm512_set1_epi32(0x7fffffff));
+  const __mmask16 nan = _mm512_cmpgt_epi32_mask(a, _mm512_set1_epi32(0x7f800000));
+  const __m512i sign = _mm512_and_si512(_mm512_srli_epi32(x, 16), _mm512_set1_epi32(0x8000));
+  const __m512i nan_bits = _mm512_or_si512(
+      _mm512_or_si512(sign, _mm512_set1_epi32(0x7e00)),
+      _mm512_and_si512(_mm512_srli_epi32(a, 13), _mm512_set1_epi32(0x3ff)));
+  const __m512i wide = _mm512_mask_mov_epi32(_mm512_cvtepu16_epi32(h), nan, nan_bits);
+  return _mm512_cvtepi32_epi16(wide);
+}
+
+LSTMOP_TARGET_AVX512 void floats_to_halves_avx512(const float* src, uint16_t* dst, int64_t n) {
+  int64_t k = 0;
+  for (; k + 16 <= n; k += 16) {
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + k), narrow16(_mm512_loadu_ps(src + k)));
+  }
+  for (; k < n; ++k) dst[k] = float_to_half(src[k]);
+}
+
+}  // namespace
+
+void halves_to_floats(const uint16_t* src, float* dst, int64_t n) {
+  if (n >= 16 && kernels::kernel_choice().cap == kernels::Isa::Avx512) {
+    halves_to_floats_avx512(src, dst, n);
+    return;
+  }
+  for (int64_t k = 0; k < n; ++k) dst[k] = half_to_float(src[k]);
+}
+
+void floats_to_halves(const float* src, uint16_t* dst, int64_t n) {
+  if (n >= 16 && kernels::kernel_choice().cap == kernels::Isa::Avx512) {
+    floats_to_halves_avx512(src, dst, n);
+    return;
+  }
+  for (int64_t k = 0; k < n; ++k) dst[k] = float_to_half(src[k]);
+}
+
+}  // namespace detail
+}  // namespace lstmop

@@ -1,0 +1,25 @@
+// Internal: float16 <-> float32 for runs of contiguous values (the inputs,
+// weights, saved tensors and results of float16 calls), with the bits of
+// tensor.h's half_to_float / float_to_half for every value.
+//
+// Element by element those two took a fifth of a float16 call (S2's shape,
+// inference, Zen 5: 19% of the samples). The AVX-512 body (where
+// kernels::kernel_choice() picked AVX-512; elsewhere, and for the last n % 16
+// values, the scalar functions) widens with integer operations (a float16
+// subnormal as its integer significand times 2^-24, exact in float arithmetic
+// whatever MXCSR says; infinity and NaN bits moved as they are, so a
+// signalling NaN stays signalling as half_to_float leaves it) and narrows with
+// vcvtps2ph rounding to nearest even (what the fused step's float16 stores
+// already use), NaN lanes taking float_to_half's bits.
+#pragma once
+
+#include <cstdint>
+
+namespace lstmop {
+namespace detail {
+
+void halves_to_floats(const uint16_t* src, float* dst, int64_t n);
+void floats_to_halves(const float* src, uint16_t* dst, int64_t n);
+
+}  // namespace detail
+}  // namespace lstmop

@@ -1,0 +1,137 @@
+// float16 <-> float32 runs (src/common/half_convert.h) give tensor.h's
+// half_to_float / float_to_half bits for every value: all 65536 halves
+// widened, and floats narrowed across every exponent with the significands
+// that decide the rounding (ties to even in the normal and in each subnormal
+// shift, one above and below them, carries into the exponent, overflow to
+// infinity, NaN payloads), under the default MXCSR and with FTZ and DAZ set
+// (lstmop's own computation runs with them). Lengths 1..40 and offsets
+// reach the scalar remainders. Where the CPU has no AVX-512 the run goes to
+// the scalar functions and the test says so.
+#include <gtest/gtest.h>
+#include <xmmintrin.h>
+
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "common/half_convert.h"
+#include "kernels/cpu_features.h"
+#include "lstmop/tensor.h"
+
+namespace {
+
+using lstmop::detail::floats_to_halves;
+using lstmop::detail::halves_to_floats;
+
+uint32_t bits_of(float f) {
+  uint32_t b;
+  std::memcpy(&b, &f, sizeof b);
+  return b;
+}
+float float_of(uint32_t b) {
+  float f;
+  std::memcpy(&f, &b, sizeof f);
+  return f;
+}
+
+// The two MXCSR settings the conversions run under; restores the caller's.
+class HalfConvert : public ::testing::TestWithParam<bool> {
+ protected:
+  void SetUp() override {
+    saved_ = _mm_getcsr();
+    if (GetParam()) _mm_setcsr(saved_ | 0x8040u);  // FTZ | DAZ
+    if (lstmop::kernels::kernel_choice().cap != lstmop::kernels::Isa::Avx512) {
+      std::printf("[ NOTE     ] no AVX-512 here: the conversions run the scalar functions\n");
+    }
+  }
+  void TearDown() override { _mm_setcsr(saved_); }
+  unsigned saved_ = 0;
+};
+
+TEST_P(HalfConvert, EveryHalfWidensToHalfToFloatsBits) {
+  std::vector<uint16_t> halves(65536);
+  for (uint32_t k = 0; k < 65536; ++k) halves[k] = static_cast<uint16_t>(k);
+  std::vector<float> out(65536);
+  halves_to_floats(halves.data(), out.data(), 65536);
+  int64_t bad = 0;
+  for (uint32_t k = 0; k < 65536; ++k) {
+    if (bits_of(out[k]) != bits_of(lstmop::half_to_float(static_cast<uint16_t>(k)))) {
+      if (++bad <= 5) ADD_FAILURE() << std::hex << "half 0x" << k << " -> 0x" << bits_of(out[k]);
+    }
+  }
+  EXPECT_EQ(bad, 0);
+}
+
+TEST_P(HalfConvert, FloatsNarrowToFloatToHalfsBits) {
+  std::vector<uint32_t> cases;
+  std::mt19937 rng(5);
+  for (uint32_t sign = 0; sign < 2; ++sign) {
+    for (uint32_t e = 0; e < 256; ++e) {
+      const uint32_t base = (sign << 31) | (e << 23);
+      for (int r = 0; r < 256; ++r) cases.push_back(base | (rng() & 0x7fffffu));
+      // Around every rounding position: the normal one (13 bits) and each
+      // subnormal shift (14..24 bits), with both parities of the kept bit.
+      for (uint32_t shift = 13; shift <= 24; ++shift) {
+        const uint32_t half = 1u << (shift - 1);
+        for (uint32_t kept : {0u, 1u, 2u, 3u, 0x3ffu}) {
+          const uint32_t high = (kept << shift) & 0x7fffffu;
+          for (uint32_t rest : {0u, half - 1, half, half + 1, (1u << shift) - 1}) {
+            cases.push_back(base | high | (rest & 0x7fffffu));
+          }
+        }
+      }
+    }
+  }
+  for (uint32_t b : {0x477fe000u, 0x477fefffu, 0x477ff000u, 0x477ff001u, 0x7f800000u,
+                     0x7f800001u, 0x7fc00000u, 0x7fffffffu, 0x7fa5a5a5u, 0x38800000u, 0x387fffffu,
+                     0x33000000u, 0x33000001u, 0x32ffffffu, 0x00000001u, 0x007fffffu}) {
+    cases.push_back(b);
+    cases.push_back(b | 0x80000000u);
+  }
+  std::vector<float> in(cases.size());
+  for (std::size_t k = 0; k < cases.size(); ++k) in[k] = float_of(cases[k]);
+  std::vector<uint16_t> out(cases.size());
+  floats_to_halves(in.data(), out.data(), static_cast<int64_t>(in.size()));
+  int64_t bad = 0;
+  for (std::size_t k = 0; k < cases.size(); ++k) {
+    const uint16_t want = lstmop::float_to_half(float_of(cases[k]));
+    if (out[k] != want) {
+      if (++bad <= 5) {
+        ADD_FAILURE() << std::hex << "float 0x" << cases[k] << " -> 0x" << out[k] << ", want 0x"
+                      << want;
+      }
+    }
+  }
+  EXPECT_EQ(bad, 0) << "of " << cases.size();
+}
+
+TEST_P(HalfConvert, EveryLengthAndOffset) {
+  std::mt19937 rng(6);
+  std::vector<uint16_t> halves(64);
+  std::vector<float> floats(64);
+  for (auto& h : halves) h = static_cast<uint16_t>(rng());
+  for (auto& f : floats) f = float_of(rng());
+  for (int64_t offset = 0; offset < 3; ++offset) {
+    for (int64_t n = 0; n <= 40; ++n) {
+      std::vector<float> wide(64, -1.0f);
+      halves_to_floats(halves.data() + offset, wide.data() + offset, n);
+      std::vector<uint16_t> narrow(64, 0xabcd);
+      floats_to_halves(floats.data() + offset, narrow.data() + offset, n);
+      for (int64_t k = 0; k < 64; ++k) {
+        const bool inside = k >= offset && k < offset + n;
+        EXPECT_EQ(bits_of(wide[k]),
+                  inside ? bits_of(lstmop::half_to_float(halves[k])) : bits_of(-1.0f))
+            << "n " << n << " k " << k;
+        EXPECT_EQ(narrow[k], inside ? lstmop::float_to_half(floats[k]) : 0xabcd)
+            << "n " << n << " k " << k;
+      }
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Mxcsr, HalfConvert, ::testing::Values(false, true),
+                         [](const ::testing::TestParamInfo<bool>& info) {
+                           return info.param ? "FlushToZero" : "Default";
+                         });
+
+}  // namespace
