@@ -3,14 +3,15 @@
 // tensor.h's half_to_float / float_to_half for every value.
 //
 // Element by element those two took a fifth of a float16 call (S2's shape,
-// inference, Zen 5: 19% of the samples). The AVX-512 body (where
-// kernels::kernel_choice() picked AVX-512; elsewhere, and for the last n % 16
-// values, the scalar functions) widens with integer operations (a float16
-// subnormal as its integer significand times 2^-24, exact in float arithmetic
-// whatever MXCSR says; infinity and NaN bits moved as they are, so a
-// signalling NaN stays signalling as half_to_float leaves it) and narrows with
-// vcvtps2ph rounding to nearest even (what the fused step's float16 stores
-// already use), NaN lanes taking float_to_half's bits.
+// inference, Zen 5: 19% of the samples). The AVX-512 and AVX2 + F16C bodies
+// (the one kernels::kernel_choice() picked; the scalar functions for the
+// generic kernels, runs under 16 values and the last partial vector) widen
+// with integer operations (a float16 subnormal as its integer significand
+// times 2^-24, exact in float arithmetic whatever MXCSR says; infinity and
+// NaN bits moved as they are, so a signalling NaN stays signalling as
+// half_to_float leaves it) and narrow with vcvtps2ph rounding to nearest even
+// (what the fused step's float16 stores already use), NaN lanes taking
+// float_to_half's bits.
 #pragma once
 
 #include <cstdint>
