@@ -430,8 +430,8 @@ class BackwardDriver {
   }
 
   // dh_state[:rows, u0:u1) = d_gates[t] (rows, 4H) * w_hh[:, u0:u1) (rows, R):
-  // split mode's parts (never with projections: R = H) their units' columns,
-  // otherwise [0, R).
+  // split mode's parts their columns (dh_columns: their units, or with
+  // projections their columns of h), otherwise [0, R).
   void step_dh(int64_t t, int64_t u0, int64_t u1, DirectionWorkspace<Acc>& own,
                DirectionWorkspace<Acc>& w) const {
     const int64_t R = p_.R, G = 4 * p_.H;

@@ -411,11 +411,13 @@ class ForwardDriver {
   }
 
   // float: the time loop of the fused step for hidden-unit parts [p0, p1) of
-  // the plan (all units, or split mode's halves). Step n reads h[n % 2] and
-  // writes h[(n + 1) % 2], so the parts of one step never read what another
-  // part of it writes; with two threads (one part each) the barrier orders
-  // step n's writes before step n + 1's reads. Rows a step does not reach
-  // keep their value in both buffers (hx's until the reverse direction
+  // the plan (all units, or split mode's halves; on two threads the
+  // balance's ranges, unit_balance.h). Step n reads h[n % 2] and writes
+  // h[(n + 1) % 2], so the parts of one step never read what another part of
+  // it writes; with two threads (one part each) the barrier orders step n's
+  // writes before step n + 1's reads (with projections a second one orders
+  // every unit's m before the parts' columns of h). Rows a step does not
+  // reach keep their value in both buffers (hx's until the reverse direction
   // reaches them). Every element's bits are the same whatever the parts.
   void step_loop(int64_t s, int64_t dir, int p0, int p1, PairBarrier* barrier,
                  UnitBalance* balance, DirectionWorkspace<Acc>& w, const Acc* x, Acc* y) const {
