@@ -67,6 +67,22 @@ inline void dispatch_floating(DType dtype, Fn&& fn) {
   }
 }
 
+// Contiguous runs converted by a vector body where there is one (float16 <->
+// float: half_convert.h, the same bits as element by element); false where
+// the caller converts element by element.
+template <class From, class To>
+inline bool convert_run(const From*, To*, int64_t) {
+  return false;
+}
+inline bool convert_run(const Half* src, float* dst, int64_t n) {
+  halves_to_floats(reinterpret_cast<const uint16_t*>(src), dst, n);
+  return true;
+}
+inline bool convert_run(const float* src, Half* dst, int64_t n) {
+  floats_to_halves(src, reinterpret_cast<uint16_t*>(dst), n);
+  return true;
+}
+
 // One element of a floating view, widened to double (the reference's reads).
 inline double load_double(const TensorView& v, int64_t offset) {
   switch (v.dtype) {
@@ -89,12 +105,7 @@ void gather_matrix(const TensorView& v, int64_t offset, int64_t rows, int64_t ro
     for (int64_t r = 0; r < rows; ++r) {
       const S* src = base + r * row_stride;
       Acc* out = dst + r * ld;
-      if constexpr (std::is_same_v<S, Half> && std::is_same_v<Acc, float>) {
-        if (col_stride == 1) {  // float16 runs: the vector conversion (same bits)
-          halves_to_floats(reinterpret_cast<const uint16_t*>(src), out, cols);
-          continue;
-        }
-      }
+      if (col_stride == 1 && convert_run(src, out, cols)) continue;
       if (col_stride == 1) {
         for (int64_t k = 0; k < cols; ++k) out[k] = to_acc<Acc>(src[k]);
       } else {
@@ -114,12 +125,7 @@ void scatter_matrix(const Acc* src, int64_t ld, int64_t rows, int64_t cols, cons
     for (int64_t r = 0; r < rows; ++r) {
       S* out = base + r * row_stride;
       const Acc* in = src + r * ld;
-      if constexpr (std::is_same_v<S, Half> && std::is_same_v<Acc, float>) {
-        if (col_stride == 1) {  // float16 runs: the vector conversion (same bits)
-          floats_to_halves(in, reinterpret_cast<uint16_t*>(out), cols);
-          continue;
-        }
-      }
+      if (col_stride == 1 && convert_run(in, out, cols)) continue;
       for (int64_t k = 0; k < cols; ++k) out[k * col_stride] = StoreAs<S>::from(in[k]);
     }
   });
