@@ -9,19 +9,6 @@
 namespace lstmtest {
 namespace {
 
-void expect_bitwise_same(const AllResults& a, const AllResults& b, bool train) {
-  const NamedViews fa = forward_outputs(a.fwd), fb = forward_outputs(b.fwd);
-  for (std::size_t k = 0; k < fa.size(); ++k) {
-    EXPECT_TRUE(bitwise_equal(fa[k].second, fb[k].second)) << fa[k].first;
-  }
-  if (!train) return;
-  const NamedViews ga = backward_outputs(a.bwd), gb = backward_outputs(b.bwd);
-  ASSERT_EQ(ga.size(), gb.size());
-  for (std::size_t k = 0; k < ga.size(); ++k) {
-    EXPECT_TRUE(bitwise_equal(ga[k].second, gb[k].second)) << ga[k].first;
-  }
-}
-
 // Large enough that the work is split between threads (B = 33 rows, 4H = 160
 // gate columns), with remainders everywhere.
 std::vector<LstmConfig> configs() {

@@ -106,17 +106,7 @@ TEST_F(UnitsChangeThreads, ResultsAreBitwiseTheOneThreadResults) {
     const AllResults two = run_all(p, g);
     // 30 steps: 3 windows a layer, each a move (when split mode's pair ran).
     EXPECT_GT(UnitBalance::moves().load(), moves_before);
-    const NamedViews f1 = forward_outputs(one.fwd), f2 = forward_outputs(two.fwd);
-    ASSERT_EQ(f1.size(), f2.size());
-    for (std::size_t k = 0; k < f1.size(); ++k) {
-      EXPECT_TRUE(bitwise_equal(f1[k].second, f2[k].second)) << f1[k].first;
-    }
-    if (!c.train) continue;
-    const NamedViews g1 = backward_outputs(one.bwd), g2 = backward_outputs(two.bwd);
-    ASSERT_EQ(g1.size(), g2.size());
-    for (std::size_t k = 0; k < g1.size(); ++k) {
-      EXPECT_TRUE(bitwise_equal(g1[k].second, g2[k].second)) << g1[k].first;
-    }
+    expect_bitwise_same(two, one, c.train);
   }
 }
 

@@ -190,6 +190,20 @@ double max_abs(const TensorView& v) {
   return ::testing::AssertionSuccess();
 }
 
+void expect_bitwise_same(const AllResults& a, const AllResults& b, bool train) {
+  const NamedViews fa = forward_outputs(a.fwd), fb = forward_outputs(b.fwd);
+  ASSERT_EQ(fa.size(), fb.size());
+  for (std::size_t k = 0; k < fa.size(); ++k) {
+    EXPECT_TRUE(bitwise_equal(fa[k].second, fb[k].second)) << fa[k].first;
+  }
+  if (!train) return;
+  const NamedViews ga = backward_outputs(a.bwd), gb = backward_outputs(b.bwd);
+  ASSERT_EQ(ga.size(), gb.size());
+  for (std::size_t k = 0; k < ga.size(); ++k) {
+    EXPECT_TRUE(bitwise_equal(ga[k].second, gb[k].second)) << ga[k].first;
+  }
+}
+
 ::testing::AssertionResult values_equal(const TensorView& actual, const TensorView& expected) {
   return all_close(actual, expected, 0.0, 0.0);
 }

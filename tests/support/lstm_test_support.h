@@ -207,6 +207,9 @@ double backward_depth(const LstmConfig& cfg);
                                      double atol, double rtol);
 // Same shape and identical element bytes.
 ::testing::AssertionResult bitwise_equal(const TensorView& actual, const TensorView& expected);
+// Every forward output of a and b bitwise equal (EXPECT, named), and with
+// train every gradient too (the same count first: ASSERT).
+void expect_bitwise_same(const AllResults& a, const AllResults& b, bool train);
 // Same shape and equal values (so -0 == 0).
 ::testing::AssertionResult values_equal(const TensorView& actual, const TensorView& expected);
 // Largest |x|; 0 for an empty tensor.
