@@ -1,6 +1,8 @@
 // lstmop bench: case parsing, deterministic data, timing and the serve loop.
 #include "bench_case.h"
 
+#include <thread>
+
 #include <time.h>
 
 #include <chrono>
@@ -10,6 +12,7 @@
 #include <iostream>
 #include <sstream>
 #include <stdexcept>
+#include <thread>
 
 namespace lstmbench {
 
@@ -87,11 +90,13 @@ Command parse_command(int argc, char** argv) {
     else if (flag == "--fp32-precision") c.fp32_precision = value();
     else if (flag == "--serve") { cmd.action = Action::Serve; have_action = true; }
     else if (flag == "--reps") { cmd.action = Action::Reps; cmd.reps = static_cast<int>(parse_int(flag, value())); have_action = true; }
+    else if (flag == "--pause-ms") cmd.pause_ms = static_cast<int>(parse_int(flag, value()));
     else if (flag == "--verify-dir") { cmd.action = Action::Verify; cmd.verify_dir = value(); have_action = true; }
     else throw std::runtime_error("unknown flag '" + flag + "'");
   }
   if (!have_action) throw std::runtime_error("one of --serve, --reps K, --verify-dir D is required");
   if (cmd.action == Action::Reps && cmd.reps < 1) throw std::runtime_error("--reps must be >= 1");
+  if (cmd.pause_ms < 0) throw std::runtime_error("--pause-ms must be >= 0");
   validate(c);
   return cmd;
 }
@@ -114,9 +119,10 @@ static double process_cpu_ms() {
   return static_cast<double>(ts.tv_sec) * 1e3 + static_cast<double>(ts.tv_nsec) * 1e-6;
 }
 
-Timings time_runs(const std::function<void()>& run_once, int k) {
+Timings time_runs(const std::function<void()>& run_once, int k, int pause_ms) {
   Timings t;
   for (int r = 0; r < k; ++r) {
+    if (pause_ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(pause_ms));
     const double c0 = process_cpu_ms();
     auto t0 = std::chrono::steady_clock::now();
     run_once();

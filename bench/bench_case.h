@@ -55,6 +55,9 @@ struct Command {
   BenchCase c;
   Action action = Action::Reps;
   int reps = 1;
+  // --pause-ms: idle time before each timed run of --reps (a cold call: on a
+  // shared VM the caches and predictors lose a call's state within ~10 ms).
+  int pause_ms = 0;
   std::string verify_dir;
 };
 
@@ -71,7 +74,8 @@ void fill_uniform(float* data, int64_t n, float lo, float hi, uint64_t seed);
 struct Timings {
   std::vector<double> wall_ms, cpu_ms;
 };
-Timings time_runs(const std::function<void()>& run_once, int k);
+// pause_ms > 0: sleeps that long before each run (not timed).
+Timings time_runs(const std::function<void()>& run_once, int k, int pause_ms = 0);
 
 // "times <wall ms> ... cpu <cpu ms> ..." on stdout.
 void print_timings(const Timings& t);
