@@ -46,7 +46,7 @@ if [[ " $steps " == *" tsan "* ]]; then
   step_start "ThreadSanitizer (build-hard-tsan)"
   cmake -S . -B build-hard-tsan "${common[@]}" -DLSTMOP_SANITIZE=thread >/dev/null
   cmake --build build-hard-tsan -j "$jobs" --target test_concurrency test_thread_pair \
-    test_unit_balance
+    test_unit_balance test_bidirectional_threads
   tsan_ctest() {
     TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1:suppressions=$PWD/tests/tsan.supp" \
       "$@" ctest --test-dir build-hard-tsan --output-on-failure -L concurrency

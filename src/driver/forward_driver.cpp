@@ -57,6 +57,7 @@
 #include "kernels/step_forward.h"
 #include "kernels/recurrent_product_bf16.h"
 #include "kernels/step_forward_bf16.h"
+#include "plan/bidirectional_threads.h"
 #include "plan/lstm_plan.h"
 
 namespace lstmop {
@@ -199,6 +200,8 @@ class ForwardDriver {
       const int64_t n = p_.valid_rows() * p_.I;
       for (int64_t e = 0; e < n; ++e) x0_bits_.data()[e] = float_to_bfloat16(x0[e]);
     }
+    const bool parallel = plan_.threads.measure_directions && plan_.threads.direction_threads == 2;
+    int64_t direction_cpu[2] = {0, 0};
     for (int64_t l = 0; l < p_.L; ++l) {
       const bool last = l == p_.L - 1;
       Acc* y = last && output_in_place_ != nullptr ? output_in_place_ : y_[l % 2].data();
@@ -206,8 +209,18 @@ class ForwardDriver {
                                                                   : y_bits_[l % 2].data();
       const Layer<Acc> layer{l == 0 ? x0 : y_[(l - 1) % 2].data(), y,
                         l == 0 ? x0_bits : y_bits_[(l - 1) % 2].data(), y_bits};
-      run_tasks(p_.D, plan_.threads.direction_threads,
-                [&](int64_t dir) { run_direction(l, dir, layer); });
+      run_tasks(p_.D, plan_.threads.direction_threads, [&](int64_t dir) {
+        // Directions in parallel: each thread's CPU time for
+        // bidirectional_threads.h (distinct elements, read after the join).
+        const int64_t from = parallel ? thread_cpu_ns() : 0;
+        run_direction(l, dir, layer);
+        if (parallel) direction_cpu[dir] += thread_cpu_ns() - from;
+      });
+    }
+    if (parallel) {
+      BidirectionalThreads::record_parallel(direction_cpu[0], direction_cpu[1]);
+    } else if (p_.D == 2 && plan_.threads.threading == Threading::SplitUnits) {
+      BidirectionalThreads::record_split(UnitBalance::last_boundary(p_.H), p_.H);
     }
     if (bits_only()) {
       if (output_bits_in_place_ == nullptr) scatter_output_bits(y_bits_[(p_.L - 1) % 2].data());

@@ -70,6 +70,10 @@ class UnitBalance {
     if (part == 0) last().store(pack(H_, local.boundary), std::memory_order_relaxed);
   }
 
+  // Where the last balance of H units in this process ended (part 0's
+  // units), or 0 when the last balance was of another H.
+  static int64_t last_boundary(int64_t H) { return remembered(H, 0); }
+
   Local start() const {
     Local local;
     local.boundary = first_;

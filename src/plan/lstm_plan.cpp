@@ -7,6 +7,7 @@
 #include "common/precision.h"
 #include "gemm/gemm.h"
 #include "lstmop/lstm.h"
+#include "plan/bidirectional_threads.h"
 
 namespace lstmop {
 namespace detail {
@@ -19,13 +20,17 @@ ThreadPlan plan_threads(const LstmProblem& p) {
   ThreadPlan t;
   const int threads = get_num_threads();
   const bool float_compute = p.dtype != DType::Float64;
-  if (threads >= 2 && p.D == 2) {
+  const bool can_split = threads >= 2 && float_compute && !bf16_matmul_step(p) &&
+                         worth_splitting(p);
+  if (threads >= 2 && p.D == 2 && !(can_split && BidirectionalThreads::split())) {
     t.threading = Threading::DirectionsInParallel;
-  } else if (threads >= 2 && p.D == 1 && float_compute && !bf16_matmul_step(p) &&
-             worth_splitting(p)) {
+  } else if (can_split) {
+    // One direction, or both one after the other where the cores' speeds
+    // differ (bidirectional_threads.h).
     t.threading = Threading::SplitUnits;
   }
   const bool parallel = t.threading == Threading::DirectionsInParallel;
+  t.measure_directions = parallel && can_split;
   t.direction_threads = parallel ? p.D : 1;
   t.direction_workspaces = parallel ? p.D : 1;
   t.row_half_threads = threads >= 2 ? 2 : 1;

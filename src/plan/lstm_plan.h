@@ -17,11 +17,12 @@ enum class Threading {
   // Everything on the calling thread (one thread, or nothing to share out).
   Serial,
   // Bidirectional with >= 2 threads: the two directions of a layer at once,
-  // each with its own scratch.
+  // each with its own scratch (unless bidirectional_threads.h picks split mode).
   DirectionsInParallel,
-  // Split mode (float, one direction, >= 2 threads, worth_splitting): the
-  // hidden units in two parts, one thread each, in lockstep (a barrier per
-  // step; src/README.md). With projections a step's h needs every unit's m
+  // Split mode (float, >= 2 threads, worth_splitting; one direction, or a
+  // bidirectional layer's directions one after the other where
+  // bidirectional_threads.h says so): the hidden units in two parts, one
+  // thread each, in lockstep (a barrier per step; src/README.md). With projections a step's h needs every unit's m
   // (h = m w_hr^T), and the backward's dm every column of dh: two barriers
   // per step, each part computing its columns of h (forward) and of dh
   // (backward) on proj_columns.
@@ -68,6 +69,9 @@ struct ThreadPlan {
   // Split mode with projections: each part's columns of h (P wide), the
   // first split_units(P) and the rest.
   UnitRange proj_columns[2] = {{0, 0}, {0, 0}};
+  // Directions in parallel where split mode was possible: the forward
+  // reports the directions' thread times (bidirectional_threads.h).
+  bool measure_directions = false;
 };
 
 // The fused forward step's concatenated form (step_forward.h: the input's
