@@ -220,7 +220,8 @@ class ForwardDriver {
     if (parallel) {
       BidirectionalThreads::record_parallel(direction_cpu[0], direction_cpu[1]);
     } else if (p_.D == 2 && plan_.threads.threading == Threading::SplitUnits) {
-      BidirectionalThreads::record_split(UnitBalance::last_boundary(p_.H), p_.H);
+      BidirectionalThreads::record_split(UnitBalance::last_boundary(p_.H), p_.H,
+                                         plan_.threads.units[0].end);
     }
     if (bits_only()) {
       if (output_bits_in_place_ == nullptr) scatter_output_bits(y_bits_[(p_.L - 1) % 2].data());

@@ -61,11 +61,13 @@ void BidirectionalThreads::record_parallel(int64_t time0, int64_t time1) {
   vote(ratio >= kSplitRatio, true);
 }
 
-void BidirectionalThreads::record_split(int64_t boundary, int64_t H) {
+void BidirectionalThreads::record_split(int64_t boundary, int64_t H, int64_t plan_boundary) {
   state().split_reports.fetch_add(1, std::memory_order_relaxed);
-  if (boundary <= 0 || boundary >= H) return;
-  const double ratio = static_cast<double>(std::max(boundary, H - boundary)) /
-                       static_cast<double>(std::min(boundary, H - boundary));
+  if (boundary <= 0 || boundary >= H || plan_boundary <= 0 || plan_boundary >= H) return;
+  const double share = static_cast<double>(boundary) / static_cast<double>(H - boundary);
+  const double plan_share =
+      static_cast<double>(plan_boundary) / static_cast<double>(H - plan_boundary);
+  const double ratio = std::max(share / plan_share, plan_share / share);
   vote(ratio < kParallelRatio, false);
 }
 

@@ -42,9 +42,12 @@ class BidirectionalThreads {
  public:
   // Directions in parallel -> split mode from this ratio of the directions'
   // times, split mode -> directions in parallel below this ratio of the two
-  // parts' unit counts. Split mode's boundary moves in groups of 16 units
-  // (H = 256: halves, then 9:7 = 1.29): a ratio below 1.25 leaves it at the
-  // halves, so the two thresholds do not chase each other.
+  // parts' unit counts (relative to the plan's division). Split mode's
+  // boundary moves in groups of 16 units (H = 256: halves, then 9:7 = 1.29;
+  // H = 512: 17:15 = 1.13): a speed ratio below 1.25 leaves it below 1.2,
+  // so the two thresholds do not chase each other. At a ratio r directions
+  // in parallel take r times the faster core's time, split mode about
+  // 2r / (1 + r) of it plus 4-7% for its barriers: even near 1.2.
   static constexpr double kSplitRatio = 1.25;
   static constexpr double kParallelRatio = 1.2;
   static constexpr int kCallsToSwitch = 2;
@@ -58,8 +61,10 @@ class BidirectionalThreads {
   // direction 0 and direction 1 (any unit; 0 when not measured: ignored).
   static void record_parallel(int64_t time0, int64_t time1);
   // After a bidirectional call in split mode: part 0's share of H units
-  // where its balance ended.
-  static void record_split(int64_t boundary, int64_t H);
+  // where its balance ended, and where the plan put it (split_units(H): the
+  // halves, or as near as groups of 16 allow). The speed ratio it implies is
+  // that of the two parts' unit counts over the plan's.
+  static void record_split(int64_t boundary, int64_t H, int64_t plan_boundary);
 
   // Tests: force one way (Parallel, Split) or go back to Adaptive; reset()
   // clears the measured state (parallel mode, no pending calls).

@@ -74,22 +74,39 @@ TEST_F(BidirectionalThreadsTest, SplitModeReturnsWhenItsBalanceEndsAtTheHalves) 
   ASSERT_TRUE(BidirectionalThreads::split());
   const int64_t switches = BidirectionalThreads::switches();
   // H = 256: 9 groups to 7 (1.29) is still a slower core.
-  BidirectionalThreads::record_split(144, 256);
-  BidirectionalThreads::record_split(112, 256);
+  BidirectionalThreads::record_split(144, 256, 128);
+  BidirectionalThreads::record_split(112, 256, 128);
   EXPECT_TRUE(BidirectionalThreads::split());
-  BidirectionalThreads::record_split(128, 256);
-  BidirectionalThreads::record_split(160, 256);  // 10:6, not in a row
-  BidirectionalThreads::record_split(128, 256);
+  BidirectionalThreads::record_split(128, 256, 128);
+  BidirectionalThreads::record_split(160, 256, 128);  // 10:6, not in a row
+  BidirectionalThreads::record_split(128, 256, 128);
   EXPECT_TRUE(BidirectionalThreads::split());
-  BidirectionalThreads::record_split(128, 256);
+  BidirectionalThreads::record_split(128, 256, 128);
   EXPECT_FALSE(BidirectionalThreads::split());
   EXPECT_EQ(BidirectionalThreads::switches(), switches + 1);
+  // H = 512: 17 groups to 15 (1.13) is the halves as near as split mode gets.
+  BidirectionalThreads::record_parallel(1000, 2000);
+  BidirectionalThreads::record_parallel(2000, 1000);
+  ASSERT_TRUE(BidirectionalThreads::split());
+  BidirectionalThreads::record_split(272, 512, 256);
+  BidirectionalThreads::record_split(240, 512, 256);
+  EXPECT_FALSE(BidirectionalThreads::split());
+  // H = 72 (groups 16, 16, 16, 16, 8): the plan's 32:40 is the halves; 48:24 is not.
+  BidirectionalThreads::record_parallel(1000, 2000);
+  BidirectionalThreads::record_parallel(2000, 1000);
+  ASSERT_TRUE(BidirectionalThreads::split());
+  BidirectionalThreads::record_split(48, 72, 32);
+  BidirectionalThreads::record_split(16, 72, 32);  // 16:56
+  EXPECT_TRUE(BidirectionalThreads::split());
+  BidirectionalThreads::record_split(32, 72, 32);
+  BidirectionalThreads::record_split(32, 72, 32);
+  EXPECT_FALSE(BidirectionalThreads::split());
   // No boundary (no balance of this H ran): ignored.
   BidirectionalThreads::record_parallel(1000, 2000);
   BidirectionalThreads::record_parallel(2000, 1000);
   ASSERT_TRUE(BidirectionalThreads::split());
-  BidirectionalThreads::record_split(0, 256);
-  BidirectionalThreads::record_split(0, 256);
+  BidirectionalThreads::record_split(0, 256, 128);
+  BidirectionalThreads::record_split(0, 256, 128);
   EXPECT_TRUE(BidirectionalThreads::split());
 }
 
