@@ -58,6 +58,10 @@ struct Command {
   // --pause-ms: idle time before each timed run of --reps (a cold call: on a
   // shared VM the caches and predictors lose a call's state within ~10 ms).
   int pause_ms = 0;
+  // --flush-mb: writes and reads that many MiB of other memory before each
+  // timed run (another program's data in the caches and TLBs, as after the
+  // other peers' runs in bench/lstm_bench.py's rounds).
+  int flush_mb = 0;
   std::string verify_dir;
 };
 
@@ -74,8 +78,10 @@ void fill_uniform(float* data, int64_t n, float lo, float hi, uint64_t seed);
 struct Timings {
   std::vector<double> wall_ms, cpu_ms;
 };
-// pause_ms > 0: sleeps that long before each run (not timed).
-Timings time_runs(const std::function<void()>& run_once, int k, int pause_ms = 0);
+// pause_ms > 0: sleeps that long before each run; flush_mb > 0: sweeps that
+// many MiB of other memory before it (neither timed).
+Timings time_runs(const std::function<void()>& run_once, int k, int pause_ms = 0,
+                  int flush_mb = 0);
 
 // "times <wall ms> ... cpu <cpu ms> ..." on stdout.
 void print_timings(const Timings& t);

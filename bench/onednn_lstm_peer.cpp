@@ -392,7 +392,7 @@ int main(int argc, char** argv) {
       serve(run_once, model.info());
     } else {
       std::printf("ready %s\n", model.info().c_str());
-      print_timings(time_runs(run_once, cmd.reps, cmd.pause_ms));
+      print_timings(time_runs(run_once, cmd.reps, cmd.pause_ms, cmd.flush_mb));
     }
     return 0;
   });
