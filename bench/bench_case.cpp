@@ -1,8 +1,6 @@
 // lstmop bench: case parsing, deterministic data, timing and the serve loop.
 #include "bench_case.h"
 
-#include <thread>
-
 #include <time.h>
 
 #include <chrono>
