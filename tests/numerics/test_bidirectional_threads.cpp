@@ -7,10 +7,9 @@
 #include <gtest/gtest.h>
 
 #include <random>
-#include <utility>
 
-#include "api/checks.h"
 #include "driver/unit_balance.h"
+#include "lstm_test_plans.h"
 #include "lstm_test_support.h"
 #include "plan/bidirectional_threads.h"
 #include "plan/lstm_plan.h"
@@ -37,6 +36,13 @@ class BidirectionalThreadsTest : public ::testing::Test {
     BidirectionalThreads::reset();
   }
 };
+
+// Two calls in a row with one direction's thread twice as slow: split mode after.
+bool two_slow_calls() {
+  BidirectionalThreads::record_parallel(1000, 2000);
+  BidirectionalThreads::record_parallel(2000, 1000);
+  return BidirectionalThreads::split();
+}
 
 TEST_F(BidirectionalThreadsTest, EqualSpeedsKeepTheDirectionsInParallel) {
   EXPECT_FALSE(BidirectionalThreads::split());
@@ -69,9 +75,7 @@ TEST_F(BidirectionalThreadsTest, TwoSlowCallsInARowSwitchToSplitMode) {
 }
 
 TEST_F(BidirectionalThreadsTest, SplitModeReturnsWhenItsBalanceEndsAtTheHalves) {
-  BidirectionalThreads::record_parallel(1000, 2000);
-  BidirectionalThreads::record_parallel(2000, 1000);
-  ASSERT_TRUE(BidirectionalThreads::split());
+  ASSERT_TRUE(two_slow_calls());
   const int64_t switches = BidirectionalThreads::switches();
   // H = 256: 9 groups to 7 (1.29) is still a slower core.
   BidirectionalThreads::record_split(144, 256, 128);
@@ -85,16 +89,12 @@ TEST_F(BidirectionalThreadsTest, SplitModeReturnsWhenItsBalanceEndsAtTheHalves) 
   EXPECT_FALSE(BidirectionalThreads::split());
   EXPECT_EQ(BidirectionalThreads::switches(), switches + 1);
   // H = 512: 17 groups to 15 (1.13) is the halves as near as split mode gets.
-  BidirectionalThreads::record_parallel(1000, 2000);
-  BidirectionalThreads::record_parallel(2000, 1000);
-  ASSERT_TRUE(BidirectionalThreads::split());
+  ASSERT_TRUE(two_slow_calls());
   BidirectionalThreads::record_split(272, 512, 256);
   BidirectionalThreads::record_split(240, 512, 256);
   EXPECT_FALSE(BidirectionalThreads::split());
   // H = 72 (groups 16, 16, 16, 16, 8): the plan's 32:40 is the halves; 48:24 is not.
-  BidirectionalThreads::record_parallel(1000, 2000);
-  BidirectionalThreads::record_parallel(2000, 1000);
-  ASSERT_TRUE(BidirectionalThreads::split());
+  ASSERT_TRUE(two_slow_calls());
   BidirectionalThreads::record_split(48, 72, 32);
   BidirectionalThreads::record_split(16, 72, 32);  // 16:56
   EXPECT_TRUE(BidirectionalThreads::split());
@@ -102,9 +102,7 @@ TEST_F(BidirectionalThreadsTest, SplitModeReturnsWhenItsBalanceEndsAtTheHalves) 
   BidirectionalThreads::record_split(32, 72, 32);
   EXPECT_FALSE(BidirectionalThreads::split());
   // No boundary (no balance of this H ran): ignored.
-  BidirectionalThreads::record_parallel(1000, 2000);
-  BidirectionalThreads::record_parallel(2000, 1000);
-  ASSERT_TRUE(BidirectionalThreads::split());
+  ASSERT_TRUE(two_slow_calls());
   BidirectionalThreads::record_split(0, 256, 128);
   BidirectionalThreads::record_split(0, 256, 128);
   EXPECT_TRUE(BidirectionalThreads::split());
@@ -117,43 +115,34 @@ LstmConfig bidirectional_config() {
   return c;
 }
 
-std::pair<lstmop::detail::ForwardPlan, lstmop::detail::BackwardPlan> plans_of(
-    const LstmProblem& q) {
-  const lstmop::detail::LstmProblem d = lstmop::detail::check_forward_args(
-      q.input, q.hx_list(), q.param_list(), q.cfg.has_biases, q.cfg.L, 0.0, q.cfg.train,
-      q.cfg.bidirectional, q.cfg.batch_first, q.batch_sizes_view(), true);
-  return {lstmop::detail::plan_forward(d), lstmop::detail::plan_backward(d)};
-}
-
 TEST_F(BidirectionalThreadsTest, ThePlanFollowsTheChoice) {
   const LstmProblem big = make_problem(bidirectional_config(), 801);
   LstmConfig small_cfg = bidirectional_config();
   small_cfg.T = 3, small_cfg.B = 2;  // not worth splitting: always in parallel
   const LstmProblem small = make_problem(small_cfg, 802);
   lstmop::set_num_threads(2);
-  EXPECT_EQ(plans_of(big).first.threads.threading, Threading::DirectionsInParallel);
-  EXPECT_TRUE(plans_of(big).first.threads.measure_directions);
-  EXPECT_EQ(plans_of(big).first.threads.direction_workspaces, 2);
-  EXPECT_EQ(plans_of(small).first.threads.threading, Threading::DirectionsInParallel);
-  EXPECT_FALSE(plans_of(small).first.threads.measure_directions);
+  EXPECT_EQ(plans_of(big).forward.threads.threading, Threading::DirectionsInParallel);
+  EXPECT_TRUE(plans_of(big).forward.threads.measure_directions);
+  EXPECT_EQ(plans_of(big).forward.threads.direction_workspaces, 2);
+  EXPECT_EQ(plans_of(small).forward.threads.threading, Threading::DirectionsInParallel);
+  EXPECT_FALSE(plans_of(small).forward.threads.measure_directions);
   BidirectionalThreads::set_mode(Mode::Split);
-  for (const auto& plans : {plans_of(big)}) {
-    EXPECT_EQ(plans.first.threads.threading, Threading::SplitUnits);
-    EXPECT_EQ(plans.second.threads.threading, Threading::SplitUnits);
-    EXPECT_FALSE(plans.first.threads.measure_directions);
-    EXPECT_EQ(plans.first.threads.direction_threads, 1);
-    EXPECT_EQ(plans.first.threads.parts, 2);
-  }
-  EXPECT_EQ(plans_of(small).first.threads.threading, Threading::DirectionsInParallel);
+  const Plans plans = plans_of(big);
+  EXPECT_EQ(plans.forward.threads.threading, Threading::SplitUnits);
+  EXPECT_EQ(plans.backward.threads.threading, Threading::SplitUnits);
+  EXPECT_FALSE(plans.forward.threads.measure_directions);
+  EXPECT_EQ(plans.forward.threads.direction_threads, 1);
+  EXPECT_EQ(plans.forward.threads.parts, 2);
+  EXPECT_EQ(plans_of(small).forward.threads.threading, Threading::DirectionsInParallel);
   lstmop::set_num_threads(1);
-  EXPECT_EQ(plans_of(big).first.threads.threading, Threading::Serial);
+  EXPECT_EQ(plans_of(big).forward.threads.threading, Threading::Serial);
   // Adaptive, after two slow calls: split mode too.
   BidirectionalThreads::set_mode(Mode::Adaptive);
   BidirectionalThreads::record_parallel(1000, 2000);
   BidirectionalThreads::record_parallel(1000, 2000);
   lstmop::set_num_threads(2);
-  EXPECT_EQ(plans_of(big).first.threads.threading, Threading::SplitUnits);
-  EXPECT_EQ(plans_of(small).first.threads.threading, Threading::DirectionsInParallel);
+  EXPECT_EQ(plans_of(big).forward.threads.threading, Threading::SplitUnits);
+  EXPECT_EQ(plans_of(small).forward.threads.threading, Threading::DirectionsInParallel);
 }
 
 TEST_F(BidirectionalThreadsTest, TheForwardReportsEachCallOnce) {
@@ -208,7 +197,7 @@ TEST_F(BidirectionalThreadsTest, BothWaysGiveTheBitsOfOneThread) {
       SCOPED_TRACE(mode == Mode::Split ? "split mode" : "directions in parallel");
       BidirectionalThreads::set_mode(mode);
       // (bfloat16 in oneDNN's matmul form, on AMX, never splits.)
-      const auto plan = plans_of(p).first;
+      const auto plan = plans_of(p).forward;
       const bool splits = mode == Mode::Split && !plan.bf16_matmul_step;
       ASSERT_EQ(plan.threads.threading,
                 splits ? Threading::SplitUnits : Threading::DirectionsInParallel);

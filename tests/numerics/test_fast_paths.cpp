@@ -30,6 +30,7 @@
 #include "api/checks.h"
 #include "gemm/gemm.h"
 #include "kernels/cpu_features.h"
+#include "lstm_test_plans.h"
 #include "lstm_test_support.h"
 #include "plan/lstm_plan.h"
 
@@ -49,20 +50,6 @@ class ThreadCount {
  private:
   int saved_;
 };
-
-// The plans the drivers make for cfg's problem (with the current thread count).
-struct Plans {
-  lstmop::detail::ForwardPlan forward;
-  lstmop::detail::BackwardPlan backward;
-};
-
-Plans plans_of(const LstmConfig& cfg) {
-  const LstmProblem p = make_problem(cfg, 1);
-  const lstmop::detail::LstmProblem problem = lstmop::detail::check_forward_args(
-      p.input, p.hx_list(), p.param_list(), cfg.has_biases, cfg.L, 0.0, cfg.train,
-      cfg.bidirectional, cfg.batch_first, p.batch_sizes_view(), true);
-  return {lstmop::detail::plan_forward(problem), lstmop::detail::plan_backward(problem)};
-}
 
 LstmConfig float_config(int64_t T, int64_t B, int64_t I, int64_t H, int64_t L,
                         bool bidirectional) {

@@ -16,6 +16,7 @@
 #include <cmath>
 #include <random>
 
+#include "lstm_test_plans.h"
 #include "lstm_test_support.h"
 #include "plan/lstm_plan.h"
 #include "api/checks.h"
@@ -211,21 +212,15 @@ TEST(ProjectionsPlan, SplitModeSplitsTheColumnsOfH) {
   cfg.P = 40;
   const LstmProblem projected = make_problem(cfg, 701);
   lstmop::set_num_threads(2);
-  const auto plan_of = [](const LstmProblem& q) {
-    const lstmop::detail::LstmProblem d = lstmop::detail::check_forward_args(
-        q.input, q.hx_list(), q.param_list(), q.cfg.has_biases, q.cfg.L, 0.0, q.cfg.train,
-        q.cfg.bidirectional, q.cfg.batch_first, q.batch_sizes_view(), true);
-    return std::make_pair(lstmop::detail::plan_forward(d), lstmop::detail::plan_backward(d));
-  };
   using lstmop::detail::Threading;
-  EXPECT_EQ(plan_of(plain).first.threads.threading, Threading::SplitUnits);
-  EXPECT_EQ(plan_of(plain).second.threads.threading, Threading::SplitUnits);
-  EXPECT_EQ(plan_of(projected).first.threads.threading, Threading::SplitUnits);
-  EXPECT_EQ(plan_of(projected).first.threads.proj_columns[0].end, 16);
-  EXPECT_EQ(plan_of(projected).first.threads.proj_columns[1].begin, 16);
-  EXPECT_EQ(plan_of(projected).first.threads.proj_columns[1].end, 40);
-  EXPECT_EQ(plan_of(projected).second.threads.threading, Threading::SplitUnits);
-  EXPECT_EQ(plan_of(projected).second.threads.proj_columns[1].begin, 16);
+  EXPECT_EQ(plans_of(plain).forward.threads.threading, Threading::SplitUnits);
+  EXPECT_EQ(plans_of(plain).backward.threads.threading, Threading::SplitUnits);
+  EXPECT_EQ(plans_of(projected).forward.threads.threading, Threading::SplitUnits);
+  EXPECT_EQ(plans_of(projected).forward.threads.proj_columns[0].end, 16);
+  EXPECT_EQ(plans_of(projected).forward.threads.proj_columns[1].begin, 16);
+  EXPECT_EQ(plans_of(projected).forward.threads.proj_columns[1].end, 40);
+  EXPECT_EQ(plans_of(projected).backward.threads.threading, Threading::SplitUnits);
+  EXPECT_EQ(plans_of(projected).backward.threads.proj_columns[1].begin, 16);
   expect_near_reference(projected.cfg, 702);
   for (DType dtype : {DType::Float32, DType::BFloat16}) {
     for (bool packed : {false, true}) {
