@@ -103,8 +103,10 @@ lstmop::TensorView view_of(const Tensor& tensor, const std::string& name, Memory
     return {};
   }
   if (tensor.layout() != at::kStrided) {
-    C10_THROW_ERROR(Error, name + " must be a dense (strided) tensor, got layout " +
-                               c10::str(tensor.layout()));
+    // NotImplementedError (a RuntimeError in Python), the class the dispatcher and
+    // torch.nn.LSTM give a sparse tensor.
+    C10_THROW_ERROR(NotImplementedError, name + " must be a dense (strided) tensor, got layout " +
+                                             c10::str(tensor.layout()));
   }
   const bool on_cpu = tensor.device().is_cpu();
   if (memory == Memory::Cpu && !on_cpu) {

@@ -57,11 +57,23 @@ def _check_hx_container(hx):
         raise RuntimeError(message)
 
 
-def _check_input_rank(input):
-    """torch 1.13 fails with RuntimeError, torch 2.x with ValueError (this message)."""
+def _check_input_rank(input, batch_first):
+    """torch 1.13 fails with RuntimeError, torch 2.x with ValueError (this message); for a 0-D
+    input and batch_first False torch 1.13 fails with IndexError (its unsqueeze(1))."""
     if input.dim() not in (2, 3):
-        raise RuntimeValueError(
-            f"LSTM: Expected input to be 2D or 3D, got {input.dim()}D instead")
+        error = IndexValueError if input.dim() == 0 and not batch_first else RuntimeValueError
+        raise error(f"LSTM: Expected input to be 2D or 3D, got {input.dim()}D instead")
+
+
+def _check_flags(module):
+    """torch.nn.LSTM's op takes bias, batch_first and bidirectional as Python bools only: its
+    constructor stores them as given and forward fails with TypeError for anything else (an
+    int, a numpy bool, a tensor)."""
+    for name in ("bias", "batch_first", "bidirectional"):
+        value = getattr(module, name)
+        if not isinstance(value, bool):
+            raise TypeError(f"{name} must be a bool (True or False), got "
+                            f"{type(value).__name__} {value!r}")
 
 
 def _check_input_dtype(input, weight):
@@ -157,7 +169,7 @@ class LSTM(torch.nn.LSTM):
             batch_dim = 1
         else:
             if not torch.jit.is_scripting():
-                _check_input_rank(input)
+                _check_input_rank(input, self.batch_first)
                 _check_input_dtype(input, weights[0])
             if input.dim() not in (2, 3):
                 raise ValueError(
@@ -191,6 +203,8 @@ class LSTM(torch.nn.LSTM):
         else:
             self.check_input(input, batch_sizes)
 
+        if not torch.jit.is_scripting():
+            _check_flags(self)
         output, hy, cy = torch.ops.lstmop.lstm(
             input, hx_list, weights, self.bias, self.num_layers, self.dropout, self.training,
             self.bidirectional, batch_first=self.batch_first, batch_sizes=batch_sizes)

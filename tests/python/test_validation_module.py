@@ -8,6 +8,7 @@ Module under test: LSTM(input_size=5, hidden_size=3, num_layers=2, bidirectional
 test says otherwise; input (T=4, B=2, 5), hx (4, 2, 3) each."""
 import math
 
+import numpy as np
 import pytest
 import torch
 from torch.nn.utils.rnn import PackedSequence, pack_padded_sequence
@@ -116,6 +117,9 @@ X, (H0, C0) = inputs()
 # (torch/nn/modules/rnn.py): "LSTM: Expected input to be 2D or 3D" and the input/weight dtype
 # check are ValueError, "num_layers must be greater than zero" is ValueError.
 TORCH_CASES = [
+    ("0-D input", {}, lambda m: m(torch.tensor(1.0)), ValueError),
+    ("0-D input, batch_first", dict(batch_first=True), lambda m: m(torch.tensor(1.0)),
+     ValueError),
     ("1-D input", {}, lambda m: m(torch.zeros(20)), ValueError),
     ("4-D input", {}, lambda m: m(torch.zeros(1, 4, 2, 5)), ValueError),
     ("integer input", {}, lambda m: m(torch.zeros(4, 2, 5, dtype=torch.int64)), ValueError),
@@ -131,6 +135,13 @@ TORCH_CASES = [
     ("wrong input_size", {}, lambda m: m(torch.zeros(4, 2, 6)), None),
     ("wrong h0 shape", {}, lambda m: m(X, (torch.zeros(2, 2, 3), C0)), None),
     ("empty PackedSequence", {}, lambda m: m(packed([], 0)), None),
+    ("sparse input", {}, lambda m: m(X.to_sparse()), None),
+    # The constructor stores these as given; torch's forward refuses all but a Python bool.
+    ("bias=0", dict(bias=0), lambda m: m(X), None),
+    ("batch_first=1", dict(batch_first=1), lambda m: m(X.transpose(0, 1)), None),
+    ("bidirectional=1", dict(bidirectional=1), lambda m: m(X), None),
+    ("bias a numpy bool", dict(bias=np.bool_(True)), lambda m: m(X), None),
+    ("bidirectional a bool tensor", dict(bidirectional=torch.tensor(True)), lambda m: m(X), None),
 ]
 
 
