@@ -30,6 +30,7 @@
 
 #include "lstm_aten.h"
 #include "lstm_ops.h"
+#include "saved_params.h"
 
 namespace {
 
@@ -68,12 +69,13 @@ class LstmFunction : public torch::autograd::Function<LstmFunction> {
     // without materialising zero tensors.
     ctx->set_materialize_grads(false);
 
-    // Saved, in order: input, hx..., params..., result3..result9, [batch_sizes].
+    // Saved, in order: input, hx..., the params but the biases (saved_params.h),
+    // result3..result9, [batch_sizes].
     variable_list saved;
     saved.reserve(1 + hx.size() + params.size() + kSavedOutputs + 1);
     saved.push_back(input);
     saved.insert(saved.end(), hx.begin(), hx.end());
-    saved.insert(saved.end(), params.begin(), params.end());
+    lstmop_torch::save_params(ctx, params, has_biases, num_layers, bidirectional, saved);
     saved.insert(saved.end(), outputs.begin() + 3, outputs.end());
     const bool has_batch_sizes = batch_sizes.has_value() && batch_sizes->defined();
     if (has_batch_sizes) {
@@ -89,6 +91,7 @@ class LstmFunction : public torch::autograd::Function<LstmFunction> {
     ctx->saved_data["bidirectional"] = bidirectional;
     ctx->saved_data["batch_first"] = batch_first.value_or(false);
     ctx->saved_data["has_batch_sizes"] = has_batch_sizes;
+    ctx->saved_data["module_call"] = lstmop_torch::ModuleCallScope::active();
     return outputs;
   }
 
@@ -99,28 +102,42 @@ class LstmFunction : public torch::autograd::Function<LstmFunction> {
     const variable_list saved = ctx->get_saved_variables();
     const int64_t hx_count = ctx->saved_data["hx_count"].toInt();
     const int64_t params_count = ctx->saved_data["params_count"].toInt();
+    const int64_t weight_count = lstmop_torch::saved_weight_count(ctx);
     const bool has_batch_sizes = ctx->saved_data["has_batch_sizes"].toBool();
+    const bool has_biases = ctx->saved_data["has_biases"].toBool();
+    const int64_t num_layers = ctx->saved_data["num_layers"].toInt();
+    const bool bidirectional = ctx->saved_data["bidirectional"].toBool();
+    const bool batch_first = ctx->saved_data["batch_first"].toBool();
 
     const Tensor& input = saved[0];
     const std::vector<Tensor> hx(saved.begin() + 1, saved.begin() + 1 + hx_count);
-    const std::vector<Tensor> params(saved.begin() + 1 + hx_count,
-                                     saved.begin() + 1 + hx_count + params_count);
-    const auto activations = saved.begin() + 1 + hx_count + params_count;  // i j f o h c tanhc
+    // Grad mode on (create_graph=True): _lstm_backward may recompute the forward from the
+    // biases' values.
+    const std::vector<Tensor> params = lstmop_torch::restored_params(
+        ctx, saved.data() + 1 + hx_count, /*values_read=*/at::GradMode::is_enabled());
+    const auto activations = saved.begin() + 1 + hx_count + weight_count;  // i j f o h c tanhc
     c10::optional<Tensor> batch_sizes;
+    int64_t steps = input.dim() == 3 ? input.size(batch_first ? 1 : 0) : 0;
     if (has_batch_sizes) {
       batch_sizes = saved.back();
+      steps = batch_sizes->numel();
     }
 
     BackwardTuple result = backward_op().call(
         grads[0], grads[1], grads[2], input, hx, params, activations[0], activations[1],
         activations[2], activations[3], activations[4], activations[5], activations[6],
-        ctx->saved_data["has_biases"].toBool(), ctx->saved_data["num_layers"].toInt(),
-        ctx->saved_data["dropout"].toDouble(), ctx->saved_data["train"].toBool(),
-        ctx->saved_data["bidirectional"].toBool(), ctx->saved_data["batch_first"].toBool(),
-        batch_sizes);
+        has_biases, num_layers, ctx->saved_data["dropout"].toDouble(),
+        ctx->saved_data["train"].toBool(), bidirectional, batch_first, batch_sizes);
 
     // has_biases, num_layers, dropout, train, bidirectional, batch_first, batch_sizes.
-    return lstmop_torch::argument_gradients(std::move(result), hx_count, 7);
+    variable_list gradients = lstmop_torch::argument_gradients(std::move(result), hx_count, 7);
+    if (ctx->saved_data["module_call"].toBool()) {  // a call of lstmop::lstm: torch's None
+      lstmop_torch::drop_unreached_projection_gradients(
+          gradients, 1 + static_cast<size_t>(hx_count), static_cast<size_t>(params_count),
+          has_biases, num_layers, bidirectional, grads[0].defined() || grads[1].defined(),
+          steps);
+    }
+    return gradients;
   }
 };
 

@@ -35,6 +35,7 @@
 #include <vector>
 
 #include "lstm_ops.h"
+#include "saved_params.h"
 
 namespace {
 
@@ -138,10 +139,11 @@ class PackedLstmFunction : public torch::autograd::Function<PackedLstmFunction> 
     ctx->mark_non_differentiable(
         torch::autograd::variable_list(outputs.begin() + 3, outputs.end()));
     ctx->set_materialize_grads(false);
-    // Saved: input, hx..., params..., i j f o h c tanhc, batch_sizes, valid_rows.
+    // Saved: input, hx..., the params but the biases (saved_params.h), i j f o h c
+    // tanhc, batch_sizes, valid_rows.
     torch::autograd::variable_list saved{input};
     saved.insert(saved.end(), hx.begin(), hx.end());
-    saved.insert(saved.end(), params.begin(), params.end());
+    lstmop_torch::save_params(ctx, params, has_biases, num_layers, bidirectional, saved);
     saved.insert(saved.end(), outputs.begin() + 3, outputs.end());
     saved.push_back(batch_sizes);
     saved.push_back(valid_rows);
@@ -169,9 +171,11 @@ class PackedLstmFunction : public torch::autograd::Function<PackedLstmFunction> 
     const int64_t padded_rows = ctx->saved_data["padded_rows"].toInt();
     const Tensor& input = saved[0];
     const std::vector<Tensor> hx(saved.begin() + 1, saved.begin() + 1 + hx_count);
-    const std::vector<Tensor> params(saved.begin() + 1 + hx_count,
-                                     saved.begin() + 1 + hx_count + params_count);
-    const auto a = saved.begin() + 1 + hx_count + params_count;  // i j f o h c tanhc
+    // Grad mode on (create_graph=True): the differentiable path below recomputes the
+    // forward from the biases' values.
+    const std::vector<Tensor> params = lstmop_torch::restored_params(
+        ctx, saved.data() + 1 + hx_count, /*values_read=*/at::GradMode::is_enabled());
+    const auto a = saved.begin() + 1 + hx_count + lstmop_torch::saved_weight_count(ctx);
     const Tensor& batch_sizes = saved[saved.size() - 2];
     const Tensor& valid_rows = saved.back();
 
@@ -193,7 +197,13 @@ class PackedLstmFunction : public torch::autograd::Function<PackedLstmFunction> 
       std::get<0>(result) = std::get<0>(result).index_select(0, valid_rows);
     }
     // has_biases, num_layers, bidirectional, batch_sizes, valid_rows, padded_rows.
-    return lstmop_torch::argument_gradients(std::move(result), hx_count, 6);
+    torch::autograd::variable_list gradients =
+        lstmop_torch::argument_gradients(std::move(result), hx_count, 6);
+    lstmop_torch::drop_unreached_projection_gradients(
+        gradients, 1 + static_cast<size_t>(hx_count), static_cast<size_t>(params_count),
+        has_biases, num_layers, bidirectional, grads[0].defined() || grads[1].defined(),
+        batch_sizes.numel());
+    return gradients;
   }
 };
 
@@ -312,7 +322,8 @@ LstmTuple lstm_autograd(c10::DispatchKeySet keys, const Tensor& input, TensorLis
                                 batch_first, batch_sizes);
   }
   // At the autograd level: _lstm's Autograd kernel and the layout and dropout
-  // operations record their backward.
+  // operations record their backward (with torch.nn.LSTM's None gradients).
+  const lstmop_torch::ModuleCallScope module_call;
   return run_lstm(input, hx, params, has_biases, num_layers, dropout, training, bidirectional,
                   batch_first, batch_sizes, /*save_activations=*/true);
 }

@@ -540,3 +540,129 @@ def test_autocast_runs_a_bfloat16_input_as_torch_does(hx_dtype, packed):
         assert mine <= 1.25 * theirs + 1e-3 * e.grad.abs().max().item(), (mine, theirs)
     with torch.autocast("cpu", dtype=torch.bfloat16):  # a float32 input: no cast, in both
         assert m(torch.randn(6, 3, 4))[0].dtype == ref(torch.randn(6, 3, 4))[0].dtype
+
+
+# ------------------------------------------------------------------------------------------
+# What the backward keeps of the parameters, and the gradients torch leaves None
+# ------------------------------------------------------------------------------------------
+
+def _run_pair(build, forward, loss_of):
+    """(torch's, lstmop's) parameter gradients after build(cls) then loss_of(forward(m)).backward(),
+    each under the same seed (same weights, same dropout masks)."""
+    results = []
+    for cls in (torch.nn.LSTM, lstmop.nn.LSTM):
+        torch.manual_seed(0)
+        m = build(cls)
+        torch.manual_seed(1)
+        loss_of(forward(m), m).backward()
+        results.append({name: p.grad for name, p in m.named_parameters()})
+    return results
+
+
+def _sequences(packed, T, B=3, I=3):
+    g = torch.Generator().manual_seed(5)
+    if packed:
+        # Lengths T, T-1, ... (at most B sequences, at least one).
+        return pack_sequence([torch.randn(n, I, dtype=torch.float64, generator=g)
+                              for n in range(T, max(T - B, 0), -1)])
+    return torch.randn(T, B, I, dtype=torch.float64, generator=g)
+
+
+BACKWARD_FORMS = [  # (constructor kwargs, packed input)
+    (dict(), False), (dict(proj_size=2), False), (dict(), True), (dict(proj_size=2), True),
+    (dict(num_layers=2, dropout=0.5, proj_size=2), False),  # one call per layer
+    (dict(num_layers=2, bidirectional=True, proj_size=2), True),
+]
+
+
+@pytest.mark.parametrize("kwargs,packed", BACKWARD_FORMS)
+def test_a_bias_changed_in_place_before_the_backward_is_fine_as_in_torch(kwargs, packed):
+    """torch.nn.LSTM's backward never reads the biases, so e.g. an optimizer step on the biases
+    alone between forward and backward does not fail there; lstmop saves the weights (an
+    in-place change of one of them fails in both) but not the biases, and its gradients are
+    torch's."""
+    x = _sequences(packed, T=4)
+
+    def loss_of(result, m):
+        with torch.no_grad():
+            for name, p in m.named_parameters():
+                if name.startswith("bias"):
+                    p.add_(0.25)
+        out = result[0].data if packed else result[0]
+        return out.square().sum() + result[1][1].sum()
+
+    theirs, ours = _run_pair(lambda cls: cls(3, 4, **kwargs).double(), lambda m: m(x), loss_of)
+    assert theirs.keys() == ours.keys()
+    for name in theirs:
+        torch.testing.assert_close(ours[name], theirs[name], **TIGHT, msg=name)
+
+
+@pytest.mark.parametrize("packed", [False, True])
+def test_a_weight_changed_in_place_before_the_backward_fails_as_in_torch(packed):
+    x = _sequences(packed, T=4)
+    for cls in (torch.nn.LSTM, lstmop.nn.LSTM):
+        m = cls(3, 4).double()
+        out = m(x)[0]
+        with torch.no_grad():
+            m.weight_hh_l0.add_(0.25)
+        with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+            (out.data if packed else out).sum().backward()
+
+
+@pytest.mark.parametrize("packed", [False, True])
+def test_create_graph_after_a_bias_changed_in_place_is_refused(packed):
+    """A backward with create_graph=True recomputes the forward, from the biases too: after an
+    in-place change it refuses (torch's version-check message) instead of differentiating other
+    gates than the forward's. torch.nn.LSTM, which saves the gates, runs it (docs/nn.LSTM.md,
+    "How it differs")."""
+    x = _sequences(packed, T=4)
+    m = lstmop.nn.LSTM(3, 4).double()
+    out = m(x)[0]
+    with torch.no_grad():
+        m.bias_ih_l0.add_(0.25)
+    with pytest.raises(RuntimeError, match="modified by an inplace operation.*bias"):
+        torch.autograd.grad((out.data if packed else out).sum(), list(m.parameters()),
+                            create_graph=True)
+
+
+def _none_gradients(grads):
+    return sorted(name for name, g in grads.items() if g is None)
+
+
+@pytest.mark.parametrize("kwargs,packed", BACKWARD_FORMS)
+@pytest.mark.parametrize("T", [1, 2])
+@pytest.mark.parametrize("through", ["c_n", "h_n", "output"])
+def test_gradients_torch_leaves_none_are_none(kwargs, packed, T, through):
+    """With projections, one step and a loss through c_n alone, the last layer's w_hr takes no
+    part (it only makes h, which no later step reads): torch leaves its grad None (so an
+    optimizer skips it, weight decay included); so does lstmop. Every other gradient is a
+    tensor in both, equal to torch's."""
+    x = _sequences(packed, T=T)
+
+    def loss_of(result, m):
+        out, (hn, cn) = result
+        picked = {"c_n": cn, "h_n": hn, "output": out.data if packed else out}[through]
+        return picked.square().sum()
+
+    theirs, ours = _run_pair(lambda cls: cls(3, 4, **kwargs).double(), lambda m: m(x), loss_of)
+    assert _none_gradients(ours) == _none_gradients(theirs)
+    if kwargs.get("proj_size") and T == 1 and through == "c_n":
+        layers = kwargs.get("num_layers", 1)
+        assert any(name.startswith(f"weight_hr_l{layers - 1}") for name in _none_gradients(ours))
+    for name, g in theirs.items():
+        if g is not None:
+            torch.testing.assert_close(ours[name], g, **TIGHT, msg=name)
+
+
+def test_a_direct_lstm_op_call_keeps_the_contracts_zero_gradient():
+    """The None of the test above is the module's (torch.nn.LSTM's graph); _lstm called directly
+    gives the contract's derivative: a tensor for every parameter, zeros for that w_hr."""
+    torch.manual_seed(0)
+    m = torch.nn.LSTM(3, 4, num_layers=2, proj_size=2).double()
+    params = [p.detach().requires_grad_() for p in m._flat_weights]
+    x = torch.randn(1, 2, 3, dtype=torch.float64)
+    result = torch.ops.lstmop._lstm(x, [], params, True, 2, 0.0, True, False)
+    grads = torch.autograd.grad(result[2].sum(), params)  # allow_unused=False: none is None
+    assert m._flat_weights_names[-1] == "weight_hr_l1"
+    assert torch.count_nonzero(grads[-1]) == 0
+    assert grads[-1].shape == params[-1].shape and torch.count_nonzero(grads[0]) > 0
