@@ -30,6 +30,7 @@
 #include <torch/csrc/autograd/custom_function.h>
 #include <torch/library.h>
 
+#include <cmath>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -215,7 +216,8 @@ LstmTuple run_lstm(const Tensor& input, TensorList hx, TensorList params, bool h
   // and dropout != 0 (a NaN too). Its value is checked only then, as torch.nn.LSTM's call
   // checks it (a module whose dropout attribute was set out of range runs in eval mode).
   const bool between_layers = training && num_layers > 1 && dropout != 0.0;
-  TORCH_CHECK(!between_layers || (dropout >= 0.0 && dropout <= 1.0),
+  // isnan first: an ordered comparison of a NaN would raise the caller's "invalid" flag.
+  TORCH_CHECK(!between_layers || (!std::isnan(dropout) && dropout >= 0.0 && dropout <= 1.0),
               "dropout must lie in [0, 1] where it is applied (training, num_layers > 1), got ",
               dropout);
   const bool packed = batch_sizes.has_value() && batch_sizes->defined();

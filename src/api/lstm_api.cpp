@@ -6,11 +6,27 @@
 #include "api/check_support.h"
 #include "api/packed.h"
 #include "driver/drivers.h"
+#include "common/float_environment.h"
 #include "common/tensor_alloc.h"
 
 namespace lstmop {
 
 using detail::allocate;
+
+namespace {
+
+// Every entry point: the checks too run with round to nearest and every exception masked (a
+// NaN dropout's comparison, the size estimate's log2 would otherwise raise the caller's
+// exception flags, or trap), and the caller's MXCSR comes back, status flags included, on
+// return and on error; the drivers set the call's own flush mode inside
+// (common/float_environment.h).
+template <class Fn>
+auto entry_point(Fn&& fn) -> decltype(fn()) {
+  const detail::ControlWordScope environment(detail::call_control_word(false));
+  return detail::translate_bad_alloc(std::forward<Fn>(fn));
+}
+
+}  // namespace
 
 ForwardOutputs ForwardResult::views() const {
   return {output.view(), hy.view(), cy.view(), i.view(), j.view(),
@@ -32,7 +48,7 @@ ForwardShapes lstm_forward_shapes(const TensorView& input, const TensorList& hx,
                                   const TensorList& params, bool has_biases, int64_t num_layers,
                                   double dropout, bool train, bool bidirectional, bool batch_first,
                                   const TensorView& batch_sizes) {
-  return detail::translate_bad_alloc([&]() {
+  return entry_point([&]() {
     const detail::LstmProblem dims =
         detail::check_forward_args(input, hx, params, has_biases, num_layers, dropout, train,
                                    bidirectional, batch_first, batch_sizes, false);
@@ -44,7 +60,7 @@ void lstm_forward_out(const ForwardOutputs& out, const TensorView& input, const 
                       const TensorList& params, bool has_biases, int64_t num_layers, double dropout,
                       bool train, bool bidirectional, bool batch_first,
                       const TensorView& batch_sizes) {
-  detail::translate_bad_alloc([&]() {
+  entry_point([&]() {
     const detail::LstmProblem dims =
         detail::check_forward_args(input, hx, params, has_biases, num_layers, dropout, train,
                                    bidirectional, batch_first, batch_sizes, true);
@@ -57,7 +73,7 @@ void lstm_forward_out(const ForwardOutputs& out, const TensorView& input, const 
 ForwardResult lstm_forward(const TensorView& input, const TensorList& hx, const TensorList& params,
                            bool has_biases, int64_t num_layers, double dropout, bool train,
                            bool bidirectional, bool batch_first, const TensorView& batch_sizes) {
-  return detail::translate_bad_alloc([&]() {
+  return entry_point([&]() {
     const detail::LstmProblem dims =
         detail::check_forward_args(input, hx, params, has_biases, num_layers, dropout, train,
                                    bidirectional, batch_first, batch_sizes, true);
@@ -86,7 +102,7 @@ BackwardShapes lstm_backward_shapes(const TensorView& grad_y, const TensorView& 
                                     const TensorView& tanhc, bool has_biases, int64_t num_layers,
                                     double dropout, bool train, bool bidirectional,
                                     bool batch_first, const TensorView& batch_sizes) {
-  return detail::translate_bad_alloc([&]() {
+  return entry_point([&]() {
     const detail::BackwardInputs saved{&grad_y, &grad_hy, &grad_cy, &i, &j, &f, &o, &h, &c, &tanhc};
     const detail::LstmProblem dims =
         detail::check_backward_args(saved, input, hx, params, has_biases, num_layers, dropout,
@@ -120,7 +136,7 @@ void lstm_backward_out(const BackwardOutputs& out, const TensorView& grad_y,
                        const TensorView& tanhc, bool has_biases, int64_t num_layers,
                        double dropout, bool train, bool bidirectional, bool batch_first,
                        const TensorView& batch_sizes) {
-  detail::translate_bad_alloc([&]() {
+  entry_point([&]() {
     const detail::BackwardInputs saved{&grad_y, &grad_hy, &grad_cy, &i, &j, &f, &o, &h, &c, &tanhc};
     const detail::LstmProblem dims =
         detail::check_backward_args(saved, input, hx, params, has_biases, num_layers, dropout,
@@ -138,7 +154,7 @@ BackwardResult lstm_backward(const TensorView& grad_y, const TensorView& grad_hy
                              const TensorView& h, const TensorView& c, const TensorView& tanhc,
                              bool has_biases, int64_t num_layers, double dropout, bool train,
                              bool bidirectional, bool batch_first, const TensorView& batch_sizes) {
-  return detail::translate_bad_alloc([&]() {
+  return entry_point([&]() {
     const detail::BackwardInputs saved{&grad_y, &grad_hy, &grad_cy, &i, &j, &f, &o, &h, &c, &tanhc};
     const detail::LstmProblem dims =
         detail::check_backward_args(saved, input, hx, params, has_biases, num_layers, dropout,
@@ -201,7 +217,7 @@ void lstm_forward_packed_out(const ForwardOutputs& out, const TensorView& input,
                              const TensorList& hx, const TensorList& params, bool has_biases,
                              int64_t num_layers, bool bidirectional,
                              const TensorView& batch_sizes, bool train) {
-  translate_bad_alloc([&]() {
+  entry_point([&]() {
     require_batch_sizes(batch_sizes);
     LstmProblem dims = check_forward_args(padded_proxy(input, batch_sizes), hx, params,
                                           has_biases, num_layers, 0.0, train, bidirectional,
@@ -222,7 +238,7 @@ void lstm_backward_packed_out(const BackwardOutputs& out, const TensorView& grad
                               const TensorView& h, const TensorView& c, const TensorView& tanhc,
                               bool has_biases, int64_t num_layers, bool bidirectional,
                               const TensorView& batch_sizes) {
-  translate_bad_alloc([&]() {
+  entry_point([&]() {
     require_batch_sizes(batch_sizes);
     const TensorView grad_y_proxy = padded_proxy(grad_y, batch_sizes);
     const BackwardInputs proxies{&grad_y_proxy, &grad_hy, &grad_cy, &i, &j, &f, &o, &h, &c, &tanhc};

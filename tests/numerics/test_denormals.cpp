@@ -301,6 +301,74 @@ TEST(FloatEnvironment, CallerControlWordUnchangedAndIrrelevant) {
   lstmop::set_num_threads(saved_threads);
 }
 
+// The checks themselves run in lstmop's environment: a NaN dropout (its
+// comparison raises "invalid"), the size bound's log2 of a huge problem
+// ("precision") leave the caller's status flags clear, and with the invalid
+// exception unmasked (a trap, feenableexcept(FE_INVALID)) they are the
+// lstmop::Error of a bad argument, not SIGFPE. Every entry point: forward,
+// its _out and shapes forms, backward and its shapes form, the reference.
+TEST(FloatEnvironment, ChecksLeaveTheCallersFlagsAndTrapsAlone) {
+  LstmConfig c;
+  c.T = 3, c.B = 2, c.I = 4, c.H = 5, c.L = 1;
+  c.train = true;
+  const LstmProblem p = make_problem(c, 1910);
+  const LstmGrads g = make_grads(p, 1911);
+  const ForwardResult f = run_forward(p);
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  const lstmop::TensorList hx = p.hx_list(), params = p.param_list();
+  // A shape-only problem (bfloat16, T = B = 2^30) past 2^44 bytes.
+  const int64_t big = int64_t(1) << 30;
+  const TensorView huge_input(nullptr, DType::BFloat16, {big, big, 3});
+  const TensorView w_ih(nullptr, DType::BFloat16, {4096, 3}), w_hh(nullptr, DType::BFloat16, {4096, 1024});
+  const TensorView b(nullptr, DType::BFloat16, {4096});
+  const std::vector<std::pair<std::string, std::function<void()>>> calls = {
+      {"lstm_forward NaN dropout",
+       [&] { (void)lstmop::lstm_forward(p.input, hx, params, true, 1, nan, true, false); }},
+      {"lstm_forward_shapes NaN dropout",
+       [&] { (void)lstmop::lstm_forward_shapes(p.input, hx, params, true, 1, nan, true, false); }},
+      {"lstm_forward_out NaN dropout",
+       [&] { lstmop::lstm_forward_out(f.views(), p.input, hx, params, true, 1, nan, true, false); }},
+      {"lstm_backward NaN dropout",
+       [&] {
+         (void)lstmop::lstm_backward(g.grad_y.view(), g.grad_hy.view(), g.grad_cy.view(), p.input,
+                                     hx, params, f.i, f.j, f.f, f.o, f.h, f.c, f.tanhc, true, 1,
+                                     nan, true, false);
+       }},
+      {"lstm_backward_shapes NaN dropout",
+       [&] {
+         (void)lstmop::lstm_backward_shapes(g.grad_y.view(), g.grad_hy.view(), g.grad_cy.view(),
+                                            p.input, hx, params, f.i, f.j, f.f, f.o, f.h, f.c,
+                                            f.tanhc, true, 1, nan, true, false);
+       }},
+      {"reference::lstm_forward NaN dropout",
+       [&] { (void)lstmop::reference::lstm_forward(p.input, hx, params, true, 1, nan, true, false); }},
+      {"lstm_forward_shapes of 2^45 bytes",
+       [&] {
+         (void)lstmop::lstm_forward_shapes(huge_input, {}, {w_ih, w_hh, b, b}, true, 1, 0.0, false,
+                                           false);
+       }},
+  };
+  const uint32_t default_word = _mm_getcsr();
+  const uint32_t clear = default_word & ~0x3fu;  // no status flag set
+  for (const uint32_t caller_word : {clear, clear & ~0x80u /* invalid unmasked: traps */}) {
+    for (const auto& call : calls) {
+      SCOPED_TRACE(call.first + (caller_word & 0x80u ? "" : ", FE_INVALID trapping"));
+      std::string what;
+      _mm_setcsr(caller_word);
+      try {
+        call.second();
+      } catch (const lstmop::Error& e) {
+        what = e.what();
+      }
+      const uint32_t after = _mm_getcsr();
+      _mm_setcsr(default_word);
+      EXPECT_FALSE(what.empty()) << "no lstmop::Error";
+      EXPECT_EQ(after, caller_word) << std::hex << "MXCSR 0x" << caller_word << " -> 0x" << after
+                                    << ": " << what;
+    }
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Dtypes, Denormals,
                          ::testing::Values(Case{DType::Float32, 1e-39}, Case{DType::BFloat16, 1e-39},
                                            Case{DType::Float64, 1e-310}),
