@@ -52,6 +52,11 @@ struct ForwardResult {
 // Shape inference: validates every shape, dtype and flag (not the values of
 // batch_sizes, so it works on shape-only views with data == nullptr, except
 // that batch_sizes' length is read from its sizes) and returns the shapes.
+// Size bound: a problem whose outputs and workspace would exceed 2^44 bytes is
+// refused ("input", or "params[0]" for the weights alone); a call that
+// computes, and shape inference on views that carry data, is also held to
+// twice this machine's RAM + swap (on shape-only views the answer is the
+// same on every machine).
 ForwardShapes lstm_forward_shapes(const TensorView& input, const TensorList& hx,
                                   const TensorList& params, bool has_biases, int64_t num_layers,
                                   double dropout, bool train, bool bidirectional,

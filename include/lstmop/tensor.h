@@ -88,7 +88,8 @@ struct TensorView {
   }
 };
 
-// Row-major strides of sizes.
+// Row-major strides of sizes (sizes 0 counted as 1; a stride past int64's range is
+// INT64_MAX: no element lies there).
 std::vector<int64_t> contiguous_strides(const std::vector<int64_t>& sizes);
 // "[2, 3, 4]".
 std::string shape_string(const std::vector<int64_t>& sizes);

@@ -50,7 +50,11 @@ std::string log2_bytes(int64_t elements) {
   return "about 2^" + number(std::round(std::log2(8.0 * double(elements)) * 10) / 10) + " bytes";
 }
 
-void check_call_size(const LstmProblem& d) {
+// `machine_limit`: calls that will run here (or on views that carry data: the binding's CPU
+// kernels infer the shapes before they allocate) are held to call_byte_limit(); shape
+// inference on shape-only views (data null: meta tensors) to 2^44 bytes, so that it gives the
+// same answer on every machine.
+void check_call_size(const LstmProblem& d, bool machine_limit) {
   const int64_t H = d.H, G = 4 * H;
   bool ok = true;
   auto mul = [&](int64_t a, int64_t b) {
@@ -63,11 +67,12 @@ void check_call_size(const LstmProblem& d) {
     ok = ok && !__builtin_add_overflow(a, b, &r);
     return ok ? r : 0;
   };
-  const int64_t limit_elements = call_byte_limit() / 8;
+  const int64_t limit_elements = (machine_limit ? call_byte_limit() : kMaxCallBytes) / 8;
   // Built only for an error: formatting it costs a few microseconds a call.
   const auto limit_text = [&] {
     return log2_bytes(limit_elements) +
-           " (the smaller of 2^44 bytes and twice this machine's RAM + swap)";
+           (machine_limit ? " (the smaller of 2^44 bytes and twice this machine's RAM + swap)"
+                          : " (2^44 bytes, the bound of shape inference)");
   };
   // Weights alone (set by params): params gathered, dparams, dw workspaces:
   // 3 copies of every slot's 4H x (I_l + R + 2) and P x H (w_hr).
@@ -274,7 +279,7 @@ LstmProblem check_forward_args(const TensorView& input, const TensorList& hx,
   }
 
   // Before anything of size T is allocated or read (batch_sizes' values).
-  check_call_size(dims);
+  check_call_size(dims, read_values || input.data != nullptr);
 
   if (read_values) {
     dims.step_batch.assign(static_cast<std::size_t>(dims.T), dims.B);

@@ -155,7 +155,11 @@ std::vector<int64_t> contiguous_strides(const std::vector<int64_t>& sizes) {
   int64_t running = 1;
   for (std::size_t k = sizes.size(); k-- > 0;) {
     strides[k] = running;
-    running *= sizes[k] > 0 ? sizes[k] : 1;
+    // Saturated where the product leaves int64 (no element lies that far: such sizes describe
+    // an empty tensor, or one every size check refuses).
+    if (__builtin_mul_overflow(running, sizes[k] > 0 ? sizes[k] : 1, &running)) {
+      running = std::numeric_limits<int64_t>::max();
+    }
   }
   return strides;
 }

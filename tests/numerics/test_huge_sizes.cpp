@@ -383,5 +383,60 @@ TEST(AllocationTracker, RefusesAndRecordsGiantRequests) {
   EXPECT_GT(physical_memory_bytes(), std::size_t(1) << 28);
 }
 
+// ---------------------------------------------------------------------------
+// Shape inference on shape-only views, and contiguous strides past int64
+// ---------------------------------------------------------------------------
+
+// Shape-only (data null) float32 views of an L-layer bidirectional problem.
+struct ShapeOnly {
+  TensorView input;
+  std::vector<TensorView> params;
+  ShapeOnly(int64_t T, int64_t B, int64_t I, int64_t H, int64_t L) {
+    input = TensorView(nullptr, DType::Float32, {T, B, I});
+    for (int64_t l = 0; l < L; ++l) {
+      for (int d = 0; d < 2; ++d) {
+        params.emplace_back(nullptr, DType::Float32, std::vector<int64_t>{4 * H, l == 0 ? I : 2 * H});
+        params.emplace_back(nullptr, DType::Float32, std::vector<int64_t>{4 * H, H});
+        params.emplace_back(nullptr, DType::Float32, std::vector<int64_t>{4 * H});
+        params.emplace_back(nullptr, DType::Float32, std::vector<int64_t>{4 * H});
+      }
+    }
+  }
+};
+
+// A problem that needs more memory than this machine has (T = 1000, B = 256,
+// I = H = 1024, 2 bidirectional layers, training: about 2^35.6 bytes by the
+// bound's estimate) has its shapes inferred on shape-only views (meta tensors)
+// all the same: shape inference answers alike on every machine. Past 2^44
+// bytes it is refused there too.
+TEST(ShapeInference, OnShapeOnlyViewsDoesNotDependOnThisMachinesMemory) {
+  const ShapeOnly big(1000, 256, 1024, 1024, 2);
+  const lstmop::ForwardShapes s =
+      lstmop::lstm_forward_shapes(big.input, {}, big.params, true, 2, 0.0, true, true);
+  EXPECT_EQ(s.output, (std::vector<int64_t>{1000, 256, 2048}));
+  EXPECT_EQ(s.i, (std::vector<int64_t>{4, 1000, 256, 1024}));
+  const ShapeOnly huge(int64_t(1) << 24, 1024, 1024, 1024, 2);
+  std::string what;
+  try {
+    (void)lstmop::lstm_forward_shapes(huge.input, {}, huge.params, true, 2, 0.0, true, true);
+  } catch (const lstmop::Error& e) {
+    what = e.what();
+    EXPECT_EQ(e.argument(), "input");
+  }
+  EXPECT_NE(what.find("2^44 bytes, the bound of shape inference"), std::string::npos) << what;
+}
+
+// Sizes whose running product leaves int64 where a size is 0 (no element):
+// the outer strides saturate instead of overflowing (UBSan's signed overflow).
+TEST(Overflow, ContiguousStridesOfAnEmptyTensorWithHugeSizes) {
+  const int64_t k2To40 = int64_t(1) << 40, max = std::numeric_limits<int64_t>::max();
+  const std::vector<int64_t> sizes{0, k2To40, k2To40};
+  EXPECT_EQ(lstmop::contiguous_strides(sizes), (std::vector<int64_t>{max, k2To40, 1}));
+  const TensorView v(nullptr, DType::Float32, sizes);
+  EXPECT_EQ(v.numel(), 0);
+  const lstmop::Tensor t = lstmop::Tensor::empty(DType::Float32, sizes);
+  EXPECT_EQ(t.view().numel(), 0);
+}
+
 }  // namespace
 }  // namespace lstmtest
