@@ -12,6 +12,7 @@ from typing import List, Optional, Tuple, overload
 
 import torch
 from torch import Tensor
+from torch.fx import Proxy
 from torch.nn.utils.rnn import PackedSequence
 
 from . import _docs
@@ -118,6 +119,37 @@ def _check_packed_batch_sizes(batch_sizes):
         raise IndexError("batch_sizes must have at least one entry (T >= 1), got an empty tensor")
 
 
+def _widened_c0(input, hx):
+    """torch.nn.LSTM's cell promotes c_0 with its float32 or float64 gates, so it accepts a c_0 of
+    a narrower floating dtype than the input (float32 into float64, float16 or bfloat16 into
+    float32) and returns c_n in the input's dtype: the same here, c_0 cast to the input's dtype
+    (its gradient cast back). Any other dtype goes on to the op's check."""
+    data = input.data if isinstance(input, PackedSequence) else input
+    if hx is None or not torch.is_tensor(data) or not torch.is_tensor(hx[1]):
+        return hx
+    c0 = hx[1]
+    if (c0.dtype != data.dtype and c0.is_floating_point() and data.is_floating_point()
+            and torch.promote_types(c0.dtype, data.dtype) == data.dtype):
+        return (hx[0], c0.to(data.dtype))
+    return hx
+
+
+def _fx_leaf_call(module, input, hx):
+    """Under torch.fx.symbolic_trace the module is one call_module node, as torch.nn.LSTM is
+    (FX's tracer keeps torch.nn's modules whole and would otherwise trace into this forward,
+    whose checks branch on the input): that node's Proxy, or None where the module is the
+    traced root itself (traced into, which fails as torch.nn.LSTM's forward fails)."""
+    tracer = input.tracer
+    try:
+        path = tracer.path_of_module(module)
+    except NameError:
+        return None
+    if not path:
+        return None
+    args = (input,) if hx is None else (input, hx)
+    return tracer.create_proxy("call_module", path, args, {})
+
+
 class LSTM(torch.nn.LSTM):
     def __init__(self, input_size, hidden_size, num_layers=1, bias=True, batch_first=False,
                  dropout=0.0, bidirectional=False, proj_size=0, device=None, dtype=None):
@@ -143,6 +175,15 @@ class LSTM(torch.nn.LSTM):
         pass
 
     def forward(self, input, hx=None):  # noqa: F811
+        if not torch.jit.is_scripting():
+            if torch.onnx.is_in_onnx_export():
+                # ONNX has no lstmop op: the export records torch.nn.LSTM's own forward
+                # (aten::lstm, the same model), which the exporter maps to ONNX's LSTM.
+                return super().forward(input, hx)
+            if isinstance(input, Proxy):
+                traced = _fx_leaf_call(self, input, hx)
+                if traced is not None:
+                    return traced
         # The parameters as the module holds them now: in eager mode read by name, so that a
         # parameter replaced from outside (torch.func.functional_call, weight sharing) is used.
         weights = self._flat_weights
@@ -157,6 +198,7 @@ class LSTM(torch.nn.LSTM):
                     hx = tuple(h.to(autocast) if torch.is_tensor(h) and h.is_floating_point()
                                else h for h in hx)
                 input = input.to(autocast)  # a PackedSequence too
+            hx = _widened_c0(input, hx)
         orig_input = input
         # isinstance must be tested in a conditional for TorchScript (as in torch.nn.LSTM).
         batch_sizes = None

@@ -666,3 +666,87 @@ def test_a_direct_lstm_op_call_keeps_the_contracts_zero_gradient():
     assert m._flat_weights_names[-1] == "weight_hr_l1"
     assert torch.count_nonzero(grads[-1]) == 0
     assert grads[-1].shape == params[-1].shape and torch.count_nonzero(grads[0]) > 0
+
+
+# ------------------------------------------------------------------------------------------
+# Where torch.nn.LSTM goes: FX, ONNX export, a narrower c_0
+# ------------------------------------------------------------------------------------------
+
+class _Head(torch.nn.Module):
+    def __init__(self, cls, **kwargs):
+        super().__init__()
+        self.lstm = cls(4, 6, **kwargs)
+        self.head = torch.nn.Linear(12 if kwargs.get("bidirectional") else 6, 2)
+
+    def forward(self, x):
+        result = self.lstm(x)  # indexed: FX cannot unpack a node's result (torch 1.13, Python 3.11)
+        return self.head(result[0]) + result[1][1].sum()
+
+
+@pytest.mark.parametrize("kwargs", [dict(), dict(num_layers=2, bidirectional=True)])
+def test_fx_symbolic_trace_keeps_the_module_whole_as_for_torch(kwargs):
+    """torch.fx's tracer keeps torch.nn's modules whole (one call_module node); lstmop.nn.LSTM
+    is such a node too, and the GraphModule computes what the module computes."""
+    import torch.fx
+    torch.manual_seed(0)
+    ours = _Head(lstmop.nn.LSTM, **kwargs)
+    theirs = _Head(torch.nn.LSTM, **kwargs)
+    theirs.load_state_dict(ours.state_dict())
+    graph_ours, graph_theirs = torch.fx.symbolic_trace(ours), torch.fx.symbolic_trace(theirs)
+    nodes = [(n.op, str(n.target)) for n in graph_ours.graph.nodes]
+    assert nodes == [(n.op, str(n.target)) for n in graph_theirs.graph.nodes]
+    assert ("call_module", "lstm") in nodes
+    x = torch.randn(5, 3, 4)
+    assert torch.equal(graph_ours(x), ours(x))
+    torch.testing.assert_close(graph_ours(x), graph_theirs(x), rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("kwargs", [dict(), dict(num_layers=2, bidirectional=True,
+                                                 batch_first=True)])
+def test_onnx_export_is_torchs_own(kwargs):
+    """ONNX has no lstmop op: under torch.onnx.export the module records torch.nn.LSTM's forward,
+    so the file is byte for byte the one torch.nn.LSTM with the same weights exports."""
+    import io
+    import warnings
+    torch.manual_seed(0)
+    theirs = torch.nn.LSTM(4, 6, **kwargs)
+    ours = lstmop.nn.LSTM(4, 6, **kwargs)
+    ours.load_state_dict(theirs.state_dict())
+    x = torch.randn(5, 3, 4)
+    files = []
+    for m in (theirs, ours):
+        buffer = io.BytesIO()
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # torch's own export warnings (batch sizes, ...)
+            torch.onnx.export(m, (x,), buffer, input_names=["x"])
+        files.append(buffer.getvalue())
+    assert len(files[0]) > 1000 and files[0] == files[1]
+    # Outside the export the op runs again.
+    assert torch.equal(ours(x)[0], ours(x)[0])
+
+
+@pytest.mark.parametrize("module_dtype,c0_dtype", [(torch.float64, torch.float32),
+                                                   (torch.float32, torch.float16),
+                                                   (torch.float32, torch.bfloat16)])
+@pytest.mark.parametrize("packed", [False, True])
+def test_a_narrower_c0_is_promoted_as_torch_does(module_dtype, c0_dtype, packed):
+    """torch.nn.LSTM's cell promotes c_0 with its gates: a c_0 of a narrower floating dtype runs,
+    c_n comes in the module's dtype, c_0's gradient in its own; lstmop alike."""
+    torch.manual_seed(0)
+    results = []
+    for cls in (torch.nn.LSTM, lstmop.nn.LSTM):
+        torch.manual_seed(0)
+        m = cls(4, 6).to(module_dtype)
+        g = torch.Generator().manual_seed(3)
+        x = torch.randn(5, 3, 4, generator=g).to(module_dtype)
+        if packed:
+            x = pack_sequence([x[:, 0], x[:4, 1], x[:2, 2]])
+        h0 = torch.randn(1, 3, 6, generator=g).to(module_dtype)
+        c0 = torch.randn(1, 3, 6, generator=g).to(c0_dtype).requires_grad_()
+        out, (hn, cn) = m(x, (h0, c0))
+        out = out.data if packed else out
+        (out.sum() + cn.sum()).backward()
+        results.append((out, hn, cn, c0.grad, m.weight_hh_l0.grad))
+    for theirs, ours in zip(*results):
+        assert ours.dtype == theirs.dtype
+        torch.testing.assert_close(ours, theirs, rtol=1e-5, atol=1e-5)
