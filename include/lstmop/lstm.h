@@ -62,7 +62,11 @@ ForwardShapes lstm_forward_shapes(const TensorView& input, const TensorList& hx,
                                   double dropout, bool train, bool bidirectional,
                                   bool batch_first = false, const TensorView& batch_sizes = {});
 
-// Computes the forward into caller-allocated outputs.
+// Computes the forward into caller-allocated outputs: each of the shape
+// lstm_forward_shapes gives, the input's dtype, contiguous, sharing no byte
+// with an input or another output (the error names both, e.g. "out.hy must
+// not share memory with an input tensor, got one overlapping hx[0]"); nothing
+// is written when a check fails.
 void lstm_forward_out(const ForwardOutputs& out, const TensorView& input, const TensorList& hx,
                       const TensorList& params, bool has_biases, int64_t num_layers, double dropout,
                       bool train, bool bidirectional, bool batch_first = false,
@@ -110,6 +114,9 @@ BackwardShapes lstm_backward_shapes(const TensorView& grad_y, const TensorView& 
                                     double dropout, bool train, bool bidirectional,
                                     bool batch_first = false, const TensorView& batch_sizes = {});
 
+// Computes the backward into caller-allocated outputs, checked as
+// lstm_forward_out's (an output over a saved tensor or an upstream gradient
+// is refused too, e.g. "out.dh0 ... got one overlapping grad_hy").
 void lstm_backward_out(const BackwardOutputs& out, const TensorView& grad_y,
                        const TensorView& grad_hy, const TensorView& grad_cy,
                        const TensorView& input, const TensorList& hx, const TensorList& params,

@@ -250,16 +250,13 @@ LstmProblem check_forward_args(const TensorView& input, const TensorList& hx,
     dims.slot_input_size[s] = in_size;
     for (int64_t p = 0; p < dims.params_per_slot; ++p) {
       const int64_t index = s * dims.params_per_slot + p;
-      std::vector<int64_t> shape;
-      if (p == 0) {
-        shape = {G, in_size};
-      } else if (p == 1) {
-        shape = {G, dims.R};
-      } else if (dims.projections() && index == dims.w_hr_index(s)) {
-        shape = {dims.P, dims.H};
-      } else {
-        shape = {G};
-      }
+      // Built whole (assigning a braced list to an empty vector trips GCC 12's
+      // -Wnonnull on the inlined memmove).
+      const bool w_hr = dims.projections() && index == dims.w_hr_index(s);
+      const std::vector<int64_t> shape = p == 0   ? std::vector<int64_t>{G, in_size}
+                                         : p == 1 ? std::vector<int64_t>{G, dims.R}
+                                         : w_hr   ? std::vector<int64_t>{dims.P, dims.H}
+                                                  : std::vector<int64_t>{G};
       check_input_tensor(param_label(dims, index), params[index], dims, shape, "", read_values);
     }
   }

@@ -38,7 +38,7 @@ bool overlaps(const ByteRange& a, const ByteRange& b) {
 // One caller-allocated output: defined, exact shape, dtype, contiguous, data,
 // and no byte shared with an input or another output.
 void check_output(const std::string& name, const TensorView& v, const std::vector<int64_t>& shape,
-                  DType dtype, const std::vector<const TensorView*>& inputs,
+                  DType dtype, const NamedViews& inputs,
                   const std::vector<std::pair<std::string, const TensorView*>>& earlier) {
   check_view(name, v, " (a caller-allocated output)");
   check_shape(name, v, shape, "");
@@ -52,9 +52,9 @@ void check_output(const std::string& name, const TensorView& v, const std::vecto
   }
   check_data(name, v, true);
   const ByteRange r = byte_range(v);
-  for (const TensorView* in : inputs) {
-    if (in != nullptr && overlaps(r, byte_range(*in))) {
-      fail(name, "must not share memory with an input tensor, got an overlapping buffer");
+  for (const auto& in : inputs) {
+    if (in.second != nullptr && overlaps(r, byte_range(*in.second))) {
+      fail(name, "must not share memory with an input tensor, got one overlapping " + in.first);
     }
   }
   for (const auto& e : earlier) {
@@ -66,17 +66,31 @@ void check_output(const std::string& name, const TensorView& v, const std::vecto
 
 }  // namespace
 
-std::vector<const TensorView*> forward_input_views(const TensorView& input, const TensorList& hx,
-                                                   const TensorList& params,
-                                                   const TensorView& batch_sizes) {
-  std::vector<const TensorView*> v{&input, &batch_sizes};
-  for (const TensorView& t : hx) v.push_back(&t);
-  for (const TensorView& t : params) v.push_back(&t);
+NamedViews forward_input_views(const TensorView& input, const TensorList& hx,
+                               const TensorList& params, const TensorView& batch_sizes) {
+  NamedViews v{{"input", &input}, {"batch_sizes", &batch_sizes}};
+  for (std::size_t k = 0; k < hx.size(); ++k) v.emplace_back("hx[" + std::to_string(k) + "]", &hx[k]);
+  for (std::size_t k = 0; k < params.size(); ++k) {
+    v.emplace_back("params[" + std::to_string(k) + "]", &params[k]);
+  }
+  return v;
+}
+
+NamedViews backward_input_views(const BackwardInputs& saved, const TensorView& input,
+                                const TensorList& hx, const TensorList& params,
+                                const TensorView& batch_sizes) {
+  NamedViews v = forward_input_views(input, hx, params, batch_sizes);
+  const std::pair<const char*, const TensorView*> items[] = {
+      {"grad_y", saved.grad_y}, {"grad_hy", saved.grad_hy}, {"grad_cy", saved.grad_cy},
+      {"i", saved.i},           {"j", saved.j},             {"f", saved.f},
+      {"o", saved.o},           {"h", saved.h},             {"c", saved.c},
+      {"tanhc", saved.tanhc}};
+  for (const auto& item : items) v.emplace_back(item.first, item.second);
   return v;
 }
 
 void check_forward_outputs(const ForwardOutputs& out, const ForwardShapes& s, const LstmProblem& d,
-                           const std::vector<const TensorView*>& inputs) {
+                           const NamedViews& inputs) {
   const std::pair<const char*, std::pair<const TensorView*, const std::vector<int64_t>*>> items[] = {
       {"out.output", {&out.output, &s.output}}, {"out.hy", {&out.hy, &s.hy}},
       {"out.cy", {&out.cy, &s.cy}},             {"out.i", {&out.i, &s.i}},
@@ -91,7 +105,7 @@ void check_forward_outputs(const ForwardOutputs& out, const ForwardShapes& s, co
 }
 
 void check_backward_outputs(const BackwardOutputs& out, const BackwardShapes& s,
-                            const LstmProblem& d, const std::vector<const TensorView*>& inputs) {
+                            const LstmProblem& d, const NamedViews& inputs) {
   std::vector<std::pair<std::string, const TensorView*>> earlier;
   check_output("out.dx", out.dx, s.dx, d.dtype, inputs, earlier);
   earlier.emplace_back("out.dx", &out.dx);

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "lstmop/lstm.h"
@@ -26,8 +27,11 @@ ForwardShapes forward_shapes(const LstmProblem& dims);
 
 // Output views of lstm_forward_out: defined, exact shape, input's dtype,
 // contiguous, data when non-empty, not overlapping each other or any input.
+// Named tensor arguments of a call ("input", "hx[0]", "params[3]", "grad_y", ...).
+using NamedViews = std::vector<std::pair<std::string, const TensorView*>>;
+
 void check_forward_outputs(const ForwardOutputs& out, const ForwardShapes& shapes,
-                           const LstmProblem& dims, const std::vector<const TensorView*>& inputs);
+                           const LstmProblem& dims, const NamedViews& inputs);
 
 LstmProblem check_backward_args(const BackwardInputs& saved, const TensorView& input,
                                 const TensorList& hx, const TensorList& params, bool has_biases,
@@ -38,12 +42,15 @@ BackwardShapes backward_shapes(const LstmProblem& dims, const TensorView& input,
                                const TensorList& params);
 
 void check_backward_outputs(const BackwardOutputs& out, const BackwardShapes& shapes,
-                            const LstmProblem& dims, const std::vector<const TensorView*>& inputs);
+                            const LstmProblem& dims, const NamedViews& inputs);
 
-// Every tensor argument of a call, for the overlap checks of the _out forms.
-std::vector<const TensorView*> forward_input_views(const TensorView& input, const TensorList& hx,
-                                                   const TensorList& params,
-                                                   const TensorView& batch_sizes);
+// Every tensor argument of a call, named, for the overlap checks of the _out
+// forms; the backward's adds the saved tensors and upstream gradients.
+NamedViews forward_input_views(const TensorView& input, const TensorList& hx,
+                               const TensorList& params, const TensorView& batch_sizes);
+NamedViews backward_input_views(const BackwardInputs& saved, const TensorView& input,
+                                const TensorList& hx, const TensorList& params,
+                                const TensorView& batch_sizes);
 
 // "params[5] (weight_hh, layer 1, reverse)".
 std::string param_label(const LstmProblem& dims, int64_t index);

@@ -111,23 +111,6 @@ BackwardShapes lstm_backward_shapes(const TensorView& grad_y, const TensorView& 
   });
 }
 
-namespace {
-
-std::vector<const TensorView*> backward_input_views(const detail::BackwardInputs& saved,
-                                                    const TensorView& input,
-                                                    const TensorList& hx,
-                                                    const TensorList& params,
-                                                    const TensorView& batch_sizes) {
-  std::vector<const TensorView*> v = detail::forward_input_views(input, hx, params, batch_sizes);
-  for (const TensorView* t : {saved.grad_y, saved.grad_hy, saved.grad_cy, saved.i, saved.j,
-                              saved.f, saved.o, saved.h, saved.c, saved.tanhc}) {
-    v.push_back(t);
-  }
-  return v;
-}
-
-}  // namespace
-
 void lstm_backward_out(const BackwardOutputs& out, const TensorView& grad_y,
                        const TensorView& grad_hy, const TensorView& grad_cy,
                        const TensorView& input, const TensorList& hx, const TensorList& params,
@@ -142,7 +125,7 @@ void lstm_backward_out(const BackwardOutputs& out, const TensorView& grad_y,
         detail::check_backward_args(saved, input, hx, params, has_biases, num_layers, dropout,
                                     train, bidirectional, batch_first, batch_sizes, true);
     detail::check_backward_outputs(out, detail::backward_shapes(dims, input, params), dims,
-                                   backward_input_views(saved, input, hx, params, batch_sizes));
+                                   detail::backward_input_views(saved, input, hx, params, batch_sizes));
     detail::run_lstm_backward(dims, saved, input, hx, params, out);
   });
 }
@@ -249,12 +232,8 @@ void lstm_backward_packed_out(const BackwardOutputs& out, const TensorView& grad
     if (grad_y.defined) check_packed_rows("grad_y", grad_y, dims, dims.D * dims.R, "D*R");
     dims.packed_rows = true;
     const BackwardInputs saved{&grad_y, &grad_hy, &grad_cy, &i, &j, &f, &o, &h, &c, &tanhc};
-    std::vector<const TensorView*> views = forward_input_views(input, hx, params, batch_sizes);
-    for (const TensorView* t : {saved.grad_y, saved.grad_hy, saved.grad_cy, saved.i, saved.j,
-                                saved.f, saved.o, saved.h, saved.c, saved.tanhc}) {
-      views.push_back(t);
-    }
-    check_backward_outputs(out, backward_shapes(dims, input, params), dims, views);
+    check_backward_outputs(out, backward_shapes(dims, input, params), dims,
+                           backward_input_views(saved, input, hx, params, batch_sizes));
     run_lstm_backward(dims, saved, input, hx, params, out);
   });
 }

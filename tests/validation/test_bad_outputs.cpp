@@ -86,12 +86,17 @@ TEST(BadOutputs, ForwardOutputUndefinedNonContiguousOrAliasingAnInput) {
   expect_forward_out_rejected(p, "c", transposed, {"contiguous"});
   // hy written over h0's buffer: an input would be written.
   const TensorView over_h0(p.hx[0].data<float>(), DType::Float32, {4, 2, 3});
-  expect_forward_out_rejected(p, "hy", over_h0, {});
+  expect_forward_out_rejected(p, "hy", over_h0, {"an input tensor", "overlapping hx[0]"});
   // cy over hy's buffer: two outputs sharing memory.
-  expect_forward_out_rejected(p, "cy", TensorView(), {}, "hy");
+  expect_forward_out_rejected(p, "cy", TensorView(), {"another output", "overlapping out.hy"},
+                              "hy");
   // cy (24 floats) over the head of the input's buffer (30 floats).
   const TensorView over_input(p.input.data<float>(), DType::Float32, {4, 2, 3});
-  expect_forward_out_rejected(p, "cy", over_input, {});
+  expect_forward_out_rejected(p, "cy", over_input, {"overlapping input"});
+  // hy (24 floats) inside a weight (w_hh of layer 0, reverse: 36 floats): the
+  // message names the params entry.
+  const TensorView over_weight(p.params[5].data<float>(), DType::Float32, {4, 2, 3});
+  expect_forward_out_rejected(p, "hy", over_weight, {"overlapping params[5]"});
 }
 
 TEST(BadOutputs, BackwardOutputs) {
@@ -131,6 +136,11 @@ TEST(BadOutputs, BackwardOutputs) {
   check("dh0", [&](lstmop::BackwardOutputs& o) { o.dh0 = TensorView(); }, {"undefined"});
   check("dparams[0]", [&](lstmop::BackwardOutputs& o) { o.dparams[0] = o.dparams[1]; },
         {"[12, 5]", "[12, 3]"});
+  // Outputs over the saved tensors and upstream gradients: named as such.
+  check("dh0", [&](lstmop::BackwardOutputs& o) { o.dh0 = TensorView(b.grad_hy.data, DType::Float32, {4, 2, 3}); },
+        {"an input tensor", "overlapping grad_hy"});
+  check("dc0", [&](lstmop::BackwardOutputs& o) { o.dc0 = TensorView(b.tanhc.data, DType::Float32, {4, 2, 3}); },
+        {"overlapping tanhc"});
   EXPECT_TRUE(before.unchanged());
 }
 
