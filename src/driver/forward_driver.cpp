@@ -81,6 +81,9 @@ struct DirectionWorkspace {
   // (both start as hx's h); double: h[0] is the hidden state.
   Workspace<Acc> h[2];
   ForwardStepWeights step;  // float: w_ih and w_hh packed for the fused step
+  // step_input: one step's rows of the layer-0 input (B, I), one buffer per
+  // part of split mode (each part gathers its own copy).
+  Workspace<Acc> x_step[2];
   // Projections: w_hr (P, H) as stored; one step's m = o * tanh(c) (B, H);
   // float: w_hr^T (H, P) packed for h = m * w_hr^T.
   Workspace<Acc> w_hr, cell_output;
@@ -120,6 +123,11 @@ class ForwardDriver {
     if (!bits_only()) {
       input_in_place_ = compact_rows_in_place<Acc>(p, input, p.I);
       output_in_place_ = compact_rows_in_place<Acc>(p, out.output, p.D * p.R);
+      // The fused step reading layer 0's input from a copy: gathered step by
+      // step into a (B, I) buffer that stays in cache, not all at once.
+      step_input_ = kFloat && input_in_place_ == nullptr && plan_.step_concatenated &&
+                    !plan_.bf16_products;
+      if (step_input_ && !p.packed_rows) input_layout_ = p.sequence_layout(input);
     } else {
       input_bits_in_place_ = static_cast<const uint16_t*>(
           compact_rows_in_place_of(p, input, p.I, DType::BFloat16));
@@ -127,7 +135,7 @@ class ForwardDriver {
           compact_rows_in_place_of(p, out.output, p.D * p.H, DType::BFloat16));
     }
     arena_.add(x0_, "the input (valid rows, input_size)",
-               input_in_place_ != nullptr ? 1 : plan_.input);
+               input_in_place_ != nullptr || step_input_ ? 1 : plan_.input);
     for (int64_t k = 0; k < plan_.layer_outputs; ++k) {
       // Layers 0..L-2 alternate between y_[0] and y_[1]; the last one's
       // output goes into y_[(L-1) % 2] unless written in place.
@@ -160,6 +168,9 @@ class ForwardDriver {
       arena_.add(w.bias_tmp, "the bias (4H)", plan_.bias);
       arena_.add(w.c_state, "the cell state (B, H)", plan_.state);
       for (Workspace<Acc>& h : w.h) arena_.add(h, "the hidden state (B, R)", plan_.hidden_state);
+      for (Workspace<Acc>& x : w.x_step) {
+        arena_.add(x, "one step's input (B, input_size)", step_input_ ? p.B * p.I : 1);
+      }
       if (p.projections()) {
         arena_.add(w.w_hr, "w_hr (P, H)", plan_.w_hr);
         arena_.add(w.cell_output, "the cell's output m = o * tanh(c) (B, H)",
@@ -191,7 +202,7 @@ class ForwardDriver {
       x0_bits = input_bits_in_place_;
     } else if (bits_only()) {
       gather_input_bits();
-    } else if (x0 == nullptr) {
+    } else if (x0 == nullptr && !step_input_) {
       gather_valid_rows<Acc>(p_, input_, p_.I, x0_.data());
       x0 = x0_.data();
     }
@@ -445,7 +456,12 @@ class ForwardDriver {
         const int64_t off = p_.step_offset[t];
         ForwardStepArgs a;
         a.rows = p_.step_batch[t];
-        if (plan_.step_concatenated) {
+        if (plan_.step_concatenated && x == nullptr) {  // step_input_, layer 0
+          Acc* rows = w.x_step[p0].data();
+          gather_step_rows<Acc>(p_, input_, input_layout_, t, p_.I, rows);
+          a.x = rows;
+          a.ld_x = p_.I;
+        } else if (plan_.step_concatenated) {
           a.x = x + off * in_size;
           a.ld_x = in_size;
         } else {
@@ -779,6 +795,8 @@ class ForwardDriver {
   Workspace<Acc> x0_;
   Workspace<Acc> y_[2];
   const Acc* input_in_place_ = nullptr;  // the input's data, read as x0 (compact rows)
+  bool step_input_ = false;  // layer 0 reads DirectionWorkspace::x_step, x0 is null
+  SequenceLayout input_layout_;  // the input's (unless packed_rows)
   Acc* output_in_place_ = nullptr;       // the output's data, the last layer's y
   Workspace<uint16_t> x0_bits_, y_bits_[2];  // bf16_products: the products' operands
   const uint16_t* input_bits_in_place_ = nullptr;  // bits_only: the input's bits, read as x0_bits

@@ -57,6 +57,17 @@ Acc* compact_rows_in_place(const LstmProblem& p, const TensorView& v, int64_t fe
   return static_cast<Acc*>(compact_rows_in_place_of(p, v, features, compute_dtype<Acc>()));
 }
 
+// dst (step_batch[t], features) <- step t's valid rows of a tensor in the
+// input's or the output's format (l: its sequence_layout).
+template <class Acc>
+void gather_step_rows(const LstmProblem& p, const TensorView& v, const SequenceLayout& l,
+                      int64_t t, int64_t features, Acc* dst) {
+  const int64_t row_stride = p.packed_rows ? v.stride(0) : l.b_stride;
+  const int64_t col_stride = p.packed_rows ? v.stride(1) : l.f_stride;
+  gather_matrix<Acc>(v, p.row_offset(v, l, t, 0), p.step_batch[t], row_stride, features,
+                     col_stride, dst, features);
+}
+
 // dst (N, features) <- the valid rows of a tensor in the input's or the
 // output's format (input, grad_y).
 template <class Acc>
@@ -67,8 +78,7 @@ void gather_valid_rows(const LstmProblem& p, const TensorView& v, int64_t featur
   }
   const SequenceLayout l = p.sequence_layout(v);
   for (int64_t t = 0; t < p.T; ++t) {
-    gather_matrix<Acc>(v, t * l.t_stride, p.step_batch[t], l.b_stride, features, l.f_stride,
-                       dst + p.step_offset[t] * features, features);
+    gather_step_rows<Acc>(p, v, l, t, features, dst + p.step_offset[t] * features);
   }
 }
 
