@@ -184,6 +184,9 @@ class ForwardDriver {
         if (matmul_form_) {
           arena_.add(w.w_ih_bits, "w_ih's bfloat16 values (4H, input_size)", plan_.w_ih_bits);
           arena_.add(w.w_hh_bits, "w_hh's bfloat16 values (4H, H)", plan_.w_hh_bits);
+        } else if (bf16_projection()) {
+          arena_.add(w.w_ih_bits, "w_ih's bfloat16 values (4H, input_size)", plan_.w_ih_bits);
+          w.bf16_step.allocate(arena_, p.H, 0, p.H);
         } else {
           w.bf16_step.allocate(arena_, p.H, max_in, p.H);
         }
@@ -255,6 +258,13 @@ class ForwardDriver {
   // A bfloat16 call on bfloat16 products (never with projections: R = H)
   // keeps every operand and layer output as bits (exactly its values): no
   // float copy of the input, the weights or the layer outputs.
+  // The fused bfloat16 step in its projection form (small batches: the plan's
+  // choice; where the matmul form was planned but could not be prepared, the
+  // fused step runs concatenated).
+  bool bf16_projection() const {
+    return plan_.bf16_products && !plan_.bf16_matmul_step && !plan_.step_concatenated;
+  }
+
   bool bits_only() const {
     return std::is_same_v<Storage, BFloat16> && plan_.bf16_products;
   }
@@ -549,8 +559,12 @@ class ForwardDriver {
         const int64_t off = p_.step_offset[t];
         Bf16StepArgs a;
         a.rows = p_.step_batch[t];
-        a.x = layer.x_bits + off * in_size;
-        a.ld_x = in_size;
+        if (bf16_projection()) {
+          a.gx = w.gates.data() + off * 4 * p_.H;
+        } else {
+          a.x = layer.x_bits + off * in_size;
+          a.ld_x = in_size;
+        }
         a.h_prev = w.h_bits[n % 2].data();
         a.ld_h = p_.H;
         a.bias = w.bias.data();
@@ -593,7 +607,12 @@ class ForwardDriver {
         w.bf16_step.pack_units(w.w_ih_rows, w.ld_ih, w.w_hh_rows, w.ld_hh, u0, u1);
       }
     };
-    w.bf16_step.set_k_input(in_size);
+    if (bf16_projection()) {
+      w.bf16_step.set_k_input(0);
+      bf16_input_product(s, in_size, w, layer);
+    } else {
+      w.bf16_step.set_k_input(in_size);
+    }
     const int64_t n = p_.B * p_.H;
     for (int64_t e = 0; e < n; ++e) w.h_bits[0].data()[e] = float_to_bfloat16(w.h[0].data()[e]);
     std::copy_n(w.h_bits[0].data(), n, w.h_bits[1].data());
@@ -609,6 +628,36 @@ class ForwardDriver {
     bf16_step_loop(s, dir, 0, plan_.threads.parts, nullptr, nullptr, w, layer);
   }
 
+  // gates (N, 4H) = x_l w_ih^T on the bfloat16 values (gemm_bf16: the matmul
+  // form, and the fused bfloat16 step's projection form), in the plan's two
+  // fixed row halves (the same calls, hence bits, whatever the thread count),
+  // on two threads where the directions leave one free.
+  void bf16_input_product(int64_t s, int64_t in_size, DirectionWorkspace<Acc>& w,
+                          const Layer<Acc>& layer) {
+    if constexpr (kFloat) {
+      const int64_t G = 4 * p_.H;
+      const uint16_t* w_ih = w.w_ih_bits.data();
+      int64_t ld_ih = in_size;
+      const TensorView& w_ih_param = params_[s * p_.params_per_slot];
+      if (weights_as_bits(s)) {
+        w_ih = static_cast<const uint16_t*>(w_ih_param.data);
+        ld_ih = w_ih_param.stride(0);
+      } else {
+        round_rows_to_bfloat16_bits(w.w_ih_rows, G, w.ld_ih, in_size, w.w_ih_bits.data());
+      }
+      const ThreadPlan& tp = plan_.threads;
+      run_tasks(2, tp.direction_threads > 1 ? 1 : tp.row_half_threads, [&](int64_t part) {
+        const RowHalf half = tp.row_halves[part];
+        if (half.count == 0) return;
+        gemm_bf16_or_float(Transpose::No, Transpose::Yes, half.count, G, in_size,
+                           layer.x_bits + half.first * in_size, in_size, w_ih, ld_ih, 0.0f,
+                           w.gates.data() + half.first * G, G);
+      });
+    } else {
+      (void)s, (void)in_size, (void)w, (void)layer;
+    }
+  }
+
   // The matmul form (ForwardPlan::bf16_matmul_step): gates (N, 4H) = x_l
   // w_ih^T on the bfloat16 values (gemm_bf16), then per step the recurrent
   // product h w_hh^T added to the step's rows of gates on oneDNN's matmul,
@@ -620,29 +669,15 @@ class ForwardDriver {
                             const Layer<Acc>& layer) {
     if constexpr (kFloat) {
       const int64_t G = 4 * p_.H, H = p_.H, DH = p_.D * H;
-      const uint16_t* w_ih = w.w_ih_bits.data();
-      int64_t ld_ih = in_size;
       const int64_t base = s * p_.params_per_slot;
       if (weights_as_bits(s)) {
-        w_ih = static_cast<const uint16_t*>(params_[base].data);
-        ld_ih = params_[base].stride(0);
         copy_bits_rows(static_cast<const uint16_t*>(params_[base + 1].data), G,
                        params_[base + 1].stride(0), H, 1, w.w_hh_bits.data());
       } else {
-        round_rows_to_bfloat16_bits(w.w_ih_rows, G, w.ld_ih, in_size, w.w_ih_bits.data());
         round_rows_to_bfloat16_bits(w.w_hh_rows, G, w.ld_hh, H, w.w_hh_bits.data());
       }
       w.matmul.set_b(w.w_hh_bits.data());
-      // The plan's two fixed row halves (the same calls, hence bits, whatever
-      // the thread count), on two threads where the directions leave one free.
-      const ThreadPlan& tp = plan_.threads;
-      run_tasks(2, tp.direction_threads > 1 ? 1 : tp.row_half_threads, [&](int64_t part) {
-        const RowHalf half = tp.row_halves[part];
-        if (half.count == 0) return;
-        gemm_bf16_or_float(Transpose::No, Transpose::Yes, half.count, G, in_size,
-                           layer.x_bits + half.first * in_size, in_size, w_ih, ld_ih, 0.0f,
-                           w.gates.data() + half.first * G, G);
-      });
+      bf16_input_product(s, in_size, w, layer);
       const int64_t n_state = p_.B * H;
       for (int64_t e = 0; e < n_state; ++e) {
         w.h_bits[0].data()[e] = float_to_bfloat16(w.h[0].data()[e]);

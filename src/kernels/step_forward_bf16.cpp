@@ -139,17 +139,26 @@ LSTMOP_CELL_TARGET void tile(const Bf16StepWeights& w, const Bf16StepArgs& s,
 #pragma GCC unroll 8
   for (int r = 0; r < R; ++r) {
 #pragma GCC unroll 4
-    for (int q = 0; q < 4; ++q) acc[r][q] = _mm512_maskz_loadu_ps(m, s.bias + q * H + u);
+    for (int q = 0; q < 4; ++q) {
+      acc[r][q] = _mm512_maskz_loadu_ps(m, s.gx != nullptr ? s.gx + (r0 + r) * 4 * H + q * H + u
+                                                           : s.bias + q * H + u);
+    }
   }
   if (K0 > 0) chain<R>(acc, K0, s.x + r0 * s.ld_x, s.ld_x, block, pf);
   chain<R>(acc, K1, s.h_prev + r0 * s.ld_h, s.ld_h, block + pairs(K0) * kPairRow, pf);
   for (int r = 0; r < R; ++r) {
     const int64_t row = r0 + r;
     float* c = s.c_state + row * H + u;
-    const __m512 gi = cell_simd::sigmoid_v<V>(acc[r][0]);
-    const __m512 gf = cell_simd::sigmoid_v<V>(acc[r][1]);
-    const __m512 gj = cell_simd::tanh_v<V>(acc[r][2]);
-    const __m512 go = cell_simd::sigmoid_v<V>(acc[r][3]);
+    __m512 a[4];
+#pragma GCC unroll 4
+    for (int q = 0; q < 4; ++q) {
+      a[q] = s.gx != nullptr ? _mm512_add_ps(acc[r][q], _mm512_maskz_loadu_ps(m, s.bias + q * H + u))
+                             : acc[r][q];
+    }
+    const __m512 gi = cell_simd::sigmoid_v<V>(a[0]);
+    const __m512 gf = cell_simd::sigmoid_v<V>(a[1]);
+    const __m512 gj = cell_simd::tanh_v<V>(a[2]);
+    const __m512 go = cell_simd::sigmoid_v<V>(a[3]);
     const __m512 cn = V::add(V::mul(gf, _mm512_maskz_loadu_ps(m, c)), V::mul(gi, gj));
     const __m512 tc = cell_simd::tanh_v<V>(cn);
     const __m512 hn = V::mul(go, tc);

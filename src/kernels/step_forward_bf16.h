@@ -6,6 +6,9 @@
 //
 //   acc = bias; acc += x[r, k] w_ih[., k] (k < K0); acc += h_prev[r, k] w_hh[., k] (k < K1)
 //
+// or in its projection form (small batches, K0 = 0): acc = gx (x w_ih^T of the
+// step's rows, one product for the layer); acc += h_prev[r, k] w_hh[., k]; acc += bias.
+//
 // two products at a time (vdpbf16ps: each product of two bfloat16 values is
 // exact in float32, the two added to the float32 accumulator), then the cell
 // of step_forward.h in float32. The stored h: for bfloat16 calls h rounded to
@@ -69,6 +72,10 @@ struct Bf16StepArgs {
   int64_t u_begin = 0, u_end = 0;      // u_begin a multiple of 16
   const uint16_t* x = nullptr;         // (rows, K0) bfloat16 bits, row stride ld_x
   int64_t ld_x = 0;
+  // Projection form (K0 = 0): the step's rows of x w_ih^T (rows, 4H), row
+  // stride 4H, computed before the layer on the same bfloat16 values; the
+  // accumulators start from it and the bias is added after the products.
+  const float* gx = nullptr;
   const uint16_t* h_prev = nullptr;    // (rows, K1) bfloat16 bits, row stride ld_h
   int64_t ld_h = 0;
   const float* bias = nullptr;         // (4H)

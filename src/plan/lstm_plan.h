@@ -81,6 +81,18 @@ struct ThreadPlan {
 // form); below, streaming w_ih every step costs more than the one large
 // input product (B = 1: 0.85x).
 constexpr int64_t kConcatenatedMinBatch = 4;
+// The same for the fused bfloat16 step (step_forward_bf16.h): below it, and
+// below kBf16LargeWeightsMinBatch where the concatenated form's packed
+// weights (4H x (max(I, D*R) + H) bfloat16) reach kBf16LargeWeightsBytes,
+// the layer's input product runs first (gemm_bf16) and each step reads only
+// w_hh's packed bits. Zen 5, 1 thread, T = 200 / 50, I = H, projection form
+// against concatenated: H = 128 B = 1 1.46x, B = 2 1.30x, B = 3 1.06x, B = 4
+// 0.95x, B = 8 0.93x; H = 256 (1 MiB concatenated) B = 1 2.2x, B = 4 1.39x,
+// B = 8 1.09x, B = 12 0.98x, B = 16 0.94x; H = 512 B = 8 1.05x, B = 12 0.95x;
+// H = 192 (576 KiB) B = 4 0.97x.
+constexpr int64_t kBf16ConcatenatedMinBatch = 4;
+constexpr int64_t kBf16LargeWeightsMinBatch = 12;
+constexpr int64_t kBf16LargeWeightsBytes = int64_t{1} << 20;
 
 // Training calls whose float32 saved tensors (i, j, f, o, c, tanhc, h of
 // every slot) reach this many bytes write them with streaming stores (the
@@ -99,8 +111,8 @@ struct ForwardPlan {
   // The fused step writes float32 saved tensors with streaming stores
   // (kStreamSavedMinBytes).
   bool stream_saved = false;
-  // The products on bfloat16 dot-product units (step_forward_bf16.h, always
-  // the concatenated form): bfloat16 calls, and float32 calls with
+  // The products on bfloat16 dot-product units (step_forward_bf16.h; the
+  // concatenated form from kBf16ConcatenatedMinBatch): bfloat16 calls, and float32 calls with
   // fp32_precision "bf16", where kernel_choice().bf16_step and the call
   // flushes subnormals (the instruction does), and no projections (the
   // bfloat16 step has no projection: a bfloat16 call with projections
@@ -125,7 +137,7 @@ struct ForwardPlan {
   // Per direction workspace:
   int64_t gates = 0;          // (N, 4H); 0 in the concatenated form
   // bf16_matmul_step: the bfloat16 bits of w_ih (4H, max(I, D*R)) and of
-  // w_hh (4H, H); else 0.
+  // w_hh (4H, H); the fused bfloat16 step's projection form: w_ih's; else 0.
   int64_t w_ih_bits = 0, w_hh_bits = 0;
   int64_t w_ih = 0;           // (4H, max(I, D*R))
   int64_t w_hh = 0;           // (4H, R)

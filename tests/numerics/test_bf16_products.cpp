@@ -171,10 +171,10 @@ TEST(Bf16Gemm, OperandsNormalThreshold) {
 // the contract's model allows them: bfloat16 calls and float32 calls with
 // fp32_precision "bf16", on a CPU with AVX512-BF16 (kernel_choice) and while
 // subnormals are flushed (the instruction flushes them).
-lstmop::detail::ForwardPlan plan_of(DType dtype) {
+lstmop::detail::ForwardPlan plan_of(DType dtype, int64_t B = 2, int64_t H = 8, int64_t I = 4) {
   LstmConfig c;
   c.dtype = dtype;
-  c.T = 3, c.B = 2, c.I = 4, c.H = 8;
+  c.T = 3, c.B = B, c.I = I, c.H = H;
   const LstmProblem p = make_problem(c, 1);
   return lstmop::detail::plan_forward(lstmop::detail::check_forward_args(
       p.input, p.hx_list(), p.param_list(), c.has_biases, c.L, 0.0, c.train, c.bidirectional,
@@ -196,8 +196,21 @@ TEST(Bf16Products, TakenWhereTheModelAllows) {
   const bool small_batch_matmul =
       matmul && lstmop::kernels::kernel_choice().bf16_matmul_min_batch <= 2;
   EXPECT_EQ(plan_of(DType::BFloat16).bf16_matmul_step, units && small_batch_matmul);
-  // One form or the other: the fused step is the concatenated one.
-  EXPECT_TRUE(!units || plan_of(DType::BFloat16).step_concatenated != small_batch_matmul);
+  // The fused step's form (lstm_plan.h, kBf16ConcatenatedMinBatch): the
+  // projection form below batch 4, and below batch 12 where the concatenated
+  // form's packed weights reach 1 MiB (H = I = 256: 2 x 4H x 2H bytes).
+  if (units && !matmul) {
+    EXPECT_FALSE(plan_of(DType::BFloat16).step_concatenated);
+    EXPECT_FALSE(plan_of(DType::BFloat16, 3, 128, 128).step_concatenated);
+    EXPECT_TRUE(plan_of(DType::BFloat16, 4, 128, 128).step_concatenated);
+    EXPECT_FALSE(plan_of(DType::BFloat16, 4, 256, 256).step_concatenated);
+    EXPECT_FALSE(plan_of(DType::BFloat16, 11, 256, 256).step_concatenated);
+    EXPECT_TRUE(plan_of(DType::BFloat16, 12, 256, 256).step_concatenated);
+    EXPECT_TRUE(plan_of(DType::BFloat16, 4, 200, 200).step_concatenated);  // 640 KiB
+    EXPECT_GT(plan_of(DType::BFloat16).gates, 0);   // the input product's buffer
+    EXPECT_GT(plan_of(DType::BFloat16).w_ih_bits, 0);
+    EXPECT_EQ(plan_of(DType::BFloat16, 4, 128, 128).gates, 0);
+  }
   EXPECT_FALSE(plan_of(DType::Float16).bf16_matmul_step);
   EXPECT_FALSE(plan_of(DType::Float16).bf16_products);
   EXPECT_FALSE(plan_of(DType::Float32).bf16_products);
@@ -236,7 +249,14 @@ TEST(Bf16Products, BitwiseSameOnOneTwoThreeThreads) {
   split.packed = false;
   split.lengths.clear();
   split.B = 8, split.H = 136, split.L = 1, split.T = 12;
-  for (const LstmConfig& c : {bidir, split}) {
+  // The fused step's projection form (batch < 4): one direction in split
+  // mode (2 x 4 x 256^2 >= 2^19), two layers; and directions on two threads.
+  LstmConfig small = split;
+  small.B = 2, small.H = 256, small.I = 40, small.L = 2, small.T = 8;
+  LstmConfig small_bidir = bidir;
+  small_bidir.B = 3;
+  small_bidir.lengths = {9, 7, 2};
+  for (const LstmConfig& c : {bidir, split, small, small_bidir}) {
     SCOPED_TRACE(c.name());
     const LstmProblem p = make_problem(c, 31);
     const LstmGrads g = make_grads(p, 32);
@@ -265,9 +285,9 @@ TEST(Bf16Products, BitwiseSameOnOneTwoThreeThreads) {
 // bfloat16-rounded problem (the reference run on it: its h rounded as the
 // operand, the call's float32 h unrounded, within a bfloat16 rounding), and
 // differ from IEEE float32's; elsewhere they are IEEE float32's, bit for bit.
-TEST(Bf16Products, Float32WithBf16Precision) {
+void float32_with_bf16_precision(int64_t batch) {
   LstmConfig c;
-  c.T = 6, c.B = 5, c.I = 12, c.H = 24, c.L = 2;
+  c.T = 6, c.B = batch, c.I = 12, c.H = 24, c.L = 2;
   c.bidirectional = true;
   const LstmProblem p = make_problem(c, 41);
   const LstmGrads g = make_grads(p, 42);
@@ -297,6 +317,13 @@ TEST(Bf16Products, Float32WithBf16Precision) {
   const NamedViews gi = backward_outputs(ieee_b), gb = backward_outputs(b);
   for (std::size_t k = 0; k < gi.size(); ++k) {
     EXPECT_TRUE(close_to(gb[k].second, gi[k].second, 8 * epsilon(DType::BFloat16))) << gi[k].first;
+  }
+}
+
+TEST(Bf16Products, Float32WithBf16Precision) {
+  for (int64_t batch : {5, 2}) {  // the fused step's concatenated and projection forms
+    SCOPED_TRACE("B = " + std::to_string(batch));
+    float32_with_bf16_precision(batch);
   }
 }
 
