@@ -66,16 +66,6 @@ bool bf16_matmul_step(const LstmProblem& p) {
   return bf16_products(p) && choice.bf16_matmul_step && p.B >= choice.bf16_matmul_min_batch;
 }
 
-// The fused bfloat16 step's form (lstm_plan.h, kBf16ConcatenatedMinBatch).
-bool bf16_concatenated(const LstmProblem& p) {
-  if (p.B < kBf16ConcatenatedMinBatch) return false;
-  const int64_t max_in = std::max(p.I, p.D * p.R);
-  const double packed_bytes = 2.0 * 4.0 * static_cast<double>(p.H) *
-                              static_cast<double>(max_in + p.H);
-  return p.B >= kBf16LargeWeightsMinBatch ||
-         packed_bytes < static_cast<double>(kBf16LargeWeightsBytes);
-}
-
 }  // namespace
 
 const char* threading_name(Threading threading) {
@@ -107,7 +97,7 @@ ForwardPlan plan_forward(const LstmProblem& p) {
   plan.bf16_products = bf16_products(p);
   plan.bf16_matmul_step = bf16_matmul_step(p);
   plan.step_concatenated =
-      (plan.bf16_products && !plan.bf16_matmul_step && bf16_concatenated(p)) ||
+      (plan.bf16_products && !plan.bf16_matmul_step && p.B >= kConcatenatedMinBatch) ||
       (!plan.bf16_products && float_compute && p.B >= kConcatenatedMinBatch);
   plan.step_isa = kernels::kernel_choice().step_forward;
   plan.stream_saved = p.train && p.dtype == DType::Float32 &&

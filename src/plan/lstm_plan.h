@@ -79,20 +79,18 @@ struct ThreadPlan {
 // step's product then keeps the FMA units busy while w_ih and w_hh stream
 // from L2 (Zen 4: B = 8, H = 128 1.15x, B = 32, H = 256 1.10x the projection
 // form); below, streaming w_ih every step costs more than the one large
-// input product (B = 1: 0.85x).
+// input product (B = 1: 0.85x). The same for the fused bfloat16 step
+// (step_forward_bf16.h; Zen 5, 1 thread, T = 200, I = H = 128, projection
+// against concatenated: B = 1 1.46x, B = 2 1.30x, B = 3 1.06x, B = 4 0.95x,
+// B = 8 0.93x; I = H = 256, T = 50: B = 1 2.2x; two threads in split mode
+// B = 2 1.00x, H = 512 B = 1 1.25x).
+//
+// The form is the same whatever the thread count (it changes the bits).
+// Measured and not taken for that reason: with packed weights over 1 MiB the
+// projection form is faster on one thread up to B = 12-16 (float32 H = 256
+// B = 8 1.22x, bfloat16 H = 256 B = 4 1.39x) and slower in split mode on two
+// (0.75x, 0.81x).
 constexpr int64_t kConcatenatedMinBatch = 4;
-// The same for the fused bfloat16 step (step_forward_bf16.h): below it, and
-// below kBf16LargeWeightsMinBatch where the concatenated form's packed
-// weights (4H x (max(I, D*R) + H) bfloat16) reach kBf16LargeWeightsBytes,
-// the layer's input product runs first (gemm_bf16) and each step reads only
-// w_hh's packed bits. Zen 5, 1 thread, T = 200 / 50, I = H, projection form
-// against concatenated: H = 128 B = 1 1.46x, B = 2 1.30x, B = 3 1.06x, B = 4
-// 0.95x, B = 8 0.93x; H = 256 (1 MiB concatenated) B = 1 2.2x, B = 4 1.39x,
-// B = 8 1.09x, B = 12 0.98x, B = 16 0.94x; H = 512 B = 8 1.05x, B = 12 0.95x;
-// H = 192 (576 KiB) B = 4 0.97x.
-constexpr int64_t kBf16ConcatenatedMinBatch = 4;
-constexpr int64_t kBf16LargeWeightsMinBatch = 12;
-constexpr int64_t kBf16LargeWeightsBytes = int64_t{1} << 20;
 
 // Training calls whose float32 saved tensors (i, j, f, o, c, tanhc, h of
 // every slot) reach this many bytes write them with streaming stores (the
@@ -111,8 +109,8 @@ struct ForwardPlan {
   // The fused step writes float32 saved tensors with streaming stores
   // (kStreamSavedMinBytes).
   bool stream_saved = false;
-  // The products on bfloat16 dot-product units (step_forward_bf16.h; the
-  // concatenated form from kBf16ConcatenatedMinBatch): bfloat16 calls, and float32 calls with
+  // The products on bfloat16 dot-product units (step_forward_bf16.h, in the
+  // form of kConcatenatedMinBatch): bfloat16 calls, and float32 calls with
   // fp32_precision "bf16", where kernel_choice().bf16_step and the call
   // flushes subnormals (the instruction does), and no projections (the
   // bfloat16 step has no projection: a bfloat16 call with projections
