@@ -255,9 +255,6 @@ class ForwardDriver {
   }
 
  private:
-  // A bfloat16 call on bfloat16 products (never with projections: R = H)
-  // keeps every operand and layer output as bits (exactly its values): no
-  // float copy of the input, the weights or the layer outputs.
   // The fused bfloat16 step in its projection form (small batches: the plan's
   // choice; where the matmul form was planned but could not be prepared, the
   // fused step runs concatenated).
@@ -265,6 +262,9 @@ class ForwardDriver {
     return plan_.bf16_products && !plan_.bf16_matmul_step && !plan_.step_concatenated;
   }
 
+  // A bfloat16 call on bfloat16 products (never with projections: R = H)
+  // keeps every operand and layer output as bits (exactly its values): no
+  // float copy of the input, the weights or the layer outputs.
   bool bits_only() const {
     return std::is_same_v<Storage, BFloat16> && plan_.bf16_products;
   }

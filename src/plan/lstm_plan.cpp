@@ -96,9 +96,8 @@ ForwardPlan plan_forward(const LstmProblem& p) {
   const bool float_compute = p.dtype != DType::Float64;
   plan.bf16_products = bf16_products(p);
   plan.bf16_matmul_step = bf16_matmul_step(p);
-  plan.step_concatenated =
-      (plan.bf16_products && !plan.bf16_matmul_step && p.B >= kConcatenatedMinBatch) ||
-      (!plan.bf16_products && float_compute && p.B >= kConcatenatedMinBatch);
+  plan.step_concatenated = p.B >= kConcatenatedMinBatch &&
+                           (plan.bf16_products ? !plan.bf16_matmul_step : float_compute);
   plan.step_isa = kernels::kernel_choice().step_forward;
   plan.stream_saved = p.train && p.dtype == DType::Float32 &&
                       7 * p.slots * p.T * p.B * p.H * 4 >= kStreamSavedMinBytes;
