@@ -93,9 +93,7 @@ constexpr int64_t kConcatenatedMinBatch = 4;
 // each direction's steps (not split mode), the projection form whose input
 // product runs the concatenated form's chains (step_input_product: the same
 // bits, so the choice may follow the threads); each step then reads only
-// w_hh's packed rows. Zen 5, 1 thread, T = 50, I = H, this form against
-// concatenated: H = 256 B = 4 1.38x, B = 8 1.16x, H = 512 B = 8 1.17x; the
-// bounds from the GEMM projection form against concatenated:
+// w_hh's packed rows. Zen 5, 1 thread, T = 50, I = H, against concatenated:
 // H = 256 (2 MiB) B = 4 1.22x, B = 8 1.22x (training 1.03x), B = 16 1.05x,
 // B = 20 0.96x, B = 24 0.93x; H = 512 B = 8 1.17x, B = 16 1.04x, B = 20 0.95x;
 // H = 192 (1.1 MiB) B = 8 1.08x, B = 16 1.00x; H = 128 (512 KiB) B = 8 0.94x.
