@@ -192,8 +192,7 @@ class ForwardDriver {
         }
       } else if constexpr (kFloat) {
         // Room for the widest layer input; each slot packs its own sizes.
-        const bool input_rows = plan_.step_concatenated || plan_.step_input_chains;
-        w.step.allocate(arena_, plan_.step_isa, p.H, input_rows ? max_in : 0, p.R);
+        w.step.allocate(arena_, plan_.step_isa, p.H, plan_.step_concatenated ? max_in : 0, p.R);
       }
     }
     arena_.commit();
@@ -430,22 +429,6 @@ class ForwardDriver {
     }
   }
 
-  // float: the projection form with input chains, gates (N, 4H) = bias + x_l
-  // w_ih^T for one of the plan's two row halves, each element the chain the
-  // concatenated form would run (step_input_product: the same bits whatever
-  // the rows, hence the thread count, and the same as that form's).
-  void input_product_half(int half, int64_t in_size, const Acc* x,
-                          DirectionWorkspace<Acc>& w) const {
-    if constexpr (kFloat) {
-      const int64_t G = 4 * p_.H;
-      const RowHalf part = plan_.threads.row_halves[half];
-      step_input_product(w.step, x + part.first * in_size, in_size, part.count, w.bias.data(),
-                         w.gates.data() + part.first * G, 0, p_.H);
-    } else {
-      (void)half, (void)in_size, (void)x, (void)w;
-    }
-  }
-
   // gates (N, 4H) = x_l (N, I_l) * w_ih^T for one of the plan's two fixed
   // halves of the rows (the same calls whatever the thread count, hence the
   // same bits).
@@ -493,7 +476,6 @@ class ForwardDriver {
           a.ld_x = in_size;
         } else {
           a.gx = w.gates.data() + off * G;
-          a.gx_without_bias = !plan_.step_input_chains;
         }
         a.h_prev = w.h[n % 2].data();
         a.ld_h = p_.R;
@@ -759,10 +741,7 @@ class ForwardDriver {
   void run_float_direction(int64_t s, int64_t dir, int64_t in_size, const Acc* x,
                            DirectionWorkspace<Acc>& w, Acc* y) {
     const bool concatenated = plan_.step_concatenated;
-    // w_ih packed for the concatenated form and the input chains (in the
-    // split layout), the GEMM projection form reads it as stored.
-    const bool chains = plan_.step_input_chains;
-    w.step.set_k_input(concatenated || chains ? in_size : 0, chains);
+    w.step.set_k_input(concatenated ? in_size : 0);
     if (plan_.threads.threading == Threading::SplitUnits) {
       // Each part packs the weights of its own units (the only ones its steps read).
       UnitBalance balance(p_.H, plan_.threads.units[0].end);
@@ -772,17 +751,16 @@ class ForwardDriver {
         // (the packed weights of every unit before any step, whichever part
         // the balance then gives it)
         barrier_.wait();
-        if (chains) input_product_half(part, in_size, x, w);
-        if (!concatenated && !chains) project_half(part, in_size, x, w);
+        if (!concatenated) project_half(part, in_size, x, w);
         if (!concatenated) barrier_.wait();
         step_loop(s, dir, part, part + 1, &barrier_, &balance, w, x, y);
       });
       if (paired) return;
     }
     w.step.pack_units(w.w_ih_rows, w.ld_ih, w.w_hh_rows, w.ld_hh, 0, p_.H);
-    for (int half = 0; half < 2; ++half) {
-      if (chains) input_product_half(half, in_size, x, w);
-      if (!concatenated && !chains) project_half(half, in_size, x, w);
+    if (!concatenated) {
+      project_half(0, in_size, x, w);
+      project_half(1, in_size, x, w);
     }
     step_loop(s, dir, 0, plan_.threads.parts, nullptr, nullptr, w, x, y);
   }

@@ -44,15 +44,14 @@ void ForwardStepWeights::pack_units(const float* w_ih, int64_t ld_ih, const floa
     const int64_t units = std::min<int64_t>(W, H_ - g * W);
     for (int64_t q = 0; q < 4; ++q) {
       // Gate q of group g: lanes [q * W, (q + 1) * W) of each of the group's
-      // k_input input rows hold column k of w_ih, of its k_hidden hidden rows
-      // column k of w_hh, for the group's units (rows q*H + g*W + lane);
-      // zeros past H.
-      float* input_lanes = out + input_offset(g) + q * W;
-      float* hidden_lanes = out + hidden_offset(g) + q * W;
+      // K rows hold column k of w_ih (k < k_input), then of w_hh, for the
+      // group's units (rows q*H + g*W + lane); zeros past H.
+      float* lanes = out + g * K * row + q * W;
       const int64_t first_row = q * H_ + g * W;
       if (isa_ == kernels::Isa::Avx512) {
-        pack_panel_rows_avx512(w_ih, ld_ih, first_row, units, k_input_, row, input_lanes);
-        pack_panel_rows_avx512(w_hh, ld_hh, first_row, units, k_hidden_, row, hidden_lanes);
+        pack_panel_rows_avx512(w_ih, ld_ih, first_row, units, k_input_, row, lanes);
+        pack_panel_rows_avx512(w_hh, ld_hh, first_row, units, k_hidden_, row,
+                               lanes + k_input_ * row);
         continue;
       }
       for (int64_t k = 0; k < K; ++k) {
@@ -60,7 +59,7 @@ void ForwardStepWeights::pack_units(const float* w_ih, int64_t ld_ih, const floa
         const float* w = input_part ? w_ih + first_row * ld_ih + k
                                     : w_hh + first_row * ld_hh + (k - k_input_);
         const int64_t ld = input_part ? ld_ih : ld_hh;
-        float* dst = input_part ? input_lanes + k * row : hidden_lanes + (k - k_input_) * row;
+        float* dst = lanes + k * row;
         for (int64_t lane = 0; lane < units; ++lane) dst[lane] = w[lane * ld];
         for (int64_t lane = units; lane < W; ++lane) dst[lane] = 0.0f;
       }
@@ -78,21 +77,6 @@ void step_forward(const ForwardStepWeights& w, const ForwardStepArgs& args,
     case kernels::Isa::Scalar: break;
   }
   step_forward_generic<Storage>(w, args, saved);
-}
-
-void step_input_product(const ForwardStepWeights& w, const float* x, int64_t ld_x, int64_t rows,
-                        const float* bias, float* gx, int64_t u_begin, int64_t u_end) {
-  if (rows <= 0 || u_begin >= u_end) return;
-  switch (w.isa()) {
-    case kernels::Isa::Avx512:
-      step_input_product_avx512(w, x, ld_x, rows, bias, gx, u_begin, u_end);
-      return;
-    case kernels::Isa::Avx2:
-      step_input_product_avx2(w, x, ld_x, rows, bias, gx, u_begin, u_end);
-      return;
-    case kernels::Isa::Scalar: break;
-  }
-  step_input_product_generic(w, x, ld_x, rows, bias, gx, u_begin, u_end);
 }
 
 template void step_forward<float>(const ForwardStepWeights&, const ForwardStepArgs&,

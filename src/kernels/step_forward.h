@@ -6,16 +6,14 @@
 // For rows r < rows (the step's sequences) and the hidden units
 // [u_begin, u_end), with gate blocks i, f, g, o of 4H (PyTorch order):
 //
+//   projection form (gx given: the input projection x w_ih^T of every step,
+//   computed before the time loop as one large product):
+//     acc = gx[r]  then  acc = fma(h_prev[r, k], w_hh[., k], acc), k = 0..K1-1
+//     a = acc + bias
 //   concatenated form (gx null: the input enters the same chains):
 //     acc = bias   then  fma over x[r, k], k = 0..K0-1 (w_ih), then over
 //     h_prev[r, k], k = 0..K1-1 (w_hh)
-//   projection form (gx given: the first part of those chains for every step,
-//   computed before the time loop by step_input_product, acc = bias then fma
-//   over x[r, k], k = 0..K0-1):
-//     acc = gx[r]  then  acc = fma(h_prev[r, k], w_hh[., k], acc), k = 0..K1-1
-//   a = acc (both forms: the same chains, the same bits)
-//   GEMM projection form (gx_without_bias: gx = x w_ih^T from one large
-//   product, k_input 0): acc = gx[r], the chain over h, a = acc + bias
+//     a = acc
 //   i, f, o = sigmoid(a_i, a_f, a_o); j = tanh(a_g)
 //   c_state[r, u] = f * c_state[r, u] + i * j;  m = o * tanh(c_state[r, u])
 //   h = m, rounded to Storage when that is float16 or bfloat16 (the 16-bit rule:
@@ -31,16 +29,13 @@
 //
 // Every pre-activation element is one fma chain in the order above, and the
 // cell's arithmetic is cell_pass_simd.h's, whatever the ISA body (AVX-512 or
-// AVX2: the same bits), the form, the tile, the rows of the step or the unit
-// range; but for AVX2 tiles of one row, whose chains over h run even and odd
-// k on two accumulators summed at the end (the same in every form). The
-// GEMM projection form gives exactly the bits of RecurrentProduct::accumulate
+// AVX2: the same bits), the tile, the rows of the step or the unit range. The
+// projection form gives exactly the bits of RecurrentProduct::accumulate
 // followed by cell_pass_forward. The generic body computes the same chains
 // with the generic cell arithmetic (std::exp / std::tanh; other bits).
 //
-// Which form a call uses is the plan's choice (lstm_plan.h): the GEMM
-// projection form by the batch alone, the other two (the same bits) also by
-// the threads.
+// Which form a call uses is the plan's choice, fixed by the problem's sizes
+// (lstm_plan.h), so results never depend on the thread count.
 #pragma once
 
 #include <xmmintrin.h>
@@ -64,7 +59,7 @@ namespace detail {
 class ForwardStepWeights {
  public:
   // Declares the packed buffer in the call's arena (before it commits), for
-  // w_ih of up to max_k_input columns.
+  // w_ih of up to max_k_input columns (0 for the projection form).
   void allocate(WorkspaceArena& arena, kernels::Isa isa, int64_t H, int64_t max_k_input,
                 int64_t k_hidden);
   // Packs w_ih (4H, k_input) with row stride ld_ih (unread when k_input == 0;
@@ -77,11 +72,7 @@ class ForwardStepWeights {
   // thread), then pack_units for each part's units [u_begin, u_end) (u_begin
   // a multiple of 16, so of every body's width): the groups a step over those
   // units reads, and no other (threads may pack disjoint ranges at once).
-  // split: the projection form's layout (below).
-  void set_k_input(int64_t k_input, bool split = false) {
-    k_input_ = k_input;
-    split_ = split;
-  }
+  void set_k_input(int64_t k_input) { k_input_ = k_input; }
   void pack_units(const float* w_ih, int64_t ld_ih, const float* w_hh, int64_t ld_hh,
                   int64_t u_begin, int64_t u_end);
 
@@ -90,27 +81,11 @@ class ForwardStepWeights {
   int64_t k_input() const { return k_input_; }
   int64_t k_hidden() const { return k_hidden_; }
   int64_t unit_width() const { return width_; }
-  // Unit group g's k_input rows of w_ih and its k_hidden rows of w_hh, each
-  // row the four gates' width lanes side by side. Interleaved (the
-  // concatenated form streams a group's input and hidden rows as one block),
-  // or split (every group's input rows, then every group's hidden rows: the
-  // projection form's steps read the hidden part alone, contiguous).
-  const float* input_block(int64_t g) const { return packed_.data() + input_offset(g); }
-  const float* hidden_block(int64_t g) const { return packed_.data() + hidden_offset(g); }
+  const float* data() const { return packed_.data(); }
 
  private:
-  int64_t input_offset(int64_t g) const {
-    return g * (split_ ? k_input_ : k_input_ + k_hidden_) * 4 * width_;
-  }
-  int64_t hidden_offset(int64_t g) const {
-    const int64_t groups = (H_ + width_ - 1) / width_;
-    return split_ ? (groups * k_input_ + g * k_hidden_) * 4 * width_
-                  : input_offset(g) + k_input_ * 4 * width_;
-  }
-
   kernels::Isa isa_ = kernels::Isa::Scalar;
   int64_t H_ = 0, k_input_ = 0, k_hidden_ = 0, width_ = 16;
-  bool split_ = false;
   Workspace<float> packed_;
 };
 
@@ -159,13 +134,7 @@ struct ForwardStepArgs {
   int64_t ld_x = 0;
   const float* h_prev = nullptr;   // (rows, K1) row stride ld_h
   int64_t ld_h = 0;
-  // Projection form: (rows, 4H) row stride 4H, the step's rows of
-  // step_input_product (bias + x w_ih^T, the concatenated form's chains over
-  // the input); the tile continues them over h (the same bits as that form).
-  // gx_without_bias: instead x w_ih^T from a GEMM (k_input 0), the bias
-  // added after the chains.
-  const float* gx = nullptr;
-  bool gx_without_bias = false;
+  const float* gx = nullptr;       // (rows, 4H) row stride 4H: projection form
   const float* bias = nullptr;     // (4H)
   float* c_state = nullptr;        // (rows, H) row stride H, updated in place
   float* h_out = nullptr;          // (rows, .) row stride ld_out
@@ -175,14 +144,6 @@ struct ForwardStepArgs {
   // streaming (non-temporal) stores, fenced before the step returns.
   bool stream_saved = false;
 };
-
-// The projection form's input part: gx (rows, 4H) = bias + x w_ih^T for
-// units [u_begin, u_end) of `rows` rows of x (row stride ld_x), each element
-// the chain the concatenated form's tile runs over the input's columns (the
-// same bits, whatever the rows or units of a call). w packed with k_input =
-// the layer's input size.
-void step_input_product(const ForwardStepWeights& w, const float* x, int64_t ld_x, int64_t rows,
-                        const float* bias, float* gx, int64_t u_begin, int64_t u_end);
 
 // One step (see the top of this file) with the body w.isa(). Storage: float,
 // Half or BFloat16; saved may be null.

@@ -23,12 +23,6 @@ void step_forward_avx2(const ForwardStepWeights& w, const ForwardStepArgs& args,
   step_simd::step<Avx2, Storage>(w, args, saved);
 }
 
-void step_input_product_avx2(const ForwardStepWeights& w, const float* x, int64_t ld_x,
-                               int64_t rows, const float* bias, float* gx, int64_t u_begin,
-                               int64_t u_end) {
-  step_simd::inputs<Avx2>(w, x, ld_x, rows, bias, gx, u_begin, u_end);
-}
-
 template void step_forward_avx2<float>(const ForwardStepWeights&, const ForwardStepArgs&,
                                         const StepSaved<float>*);
 template void step_forward_avx2<Half>(const ForwardStepWeights&, const ForwardStepArgs&,

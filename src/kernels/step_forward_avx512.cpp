@@ -26,12 +26,6 @@ void step_forward_avx512(const ForwardStepWeights& w, const ForwardStepArgs& arg
   step_simd::step<Avx512, Storage>(w, args, saved);
 }
 
-void step_input_product_avx512(const ForwardStepWeights& w, const float* x, int64_t ld_x,
-                               int64_t rows, const float* bias, float* gx, int64_t u_begin,
-                               int64_t u_end) {
-  step_simd::inputs<Avx512>(w, x, ld_x, rows, bias, gx, u_begin, u_end);
-}
-
 // Blocks of 16 columns of the group's rows loaded as rows (contiguous reads;
 // rows past `units` zero), transposed in registers and stored as 16 panel rows.
 LSTMOP_TARGET_AVX512 void pack_panel_rows_avx512(const float* w, int64_t ld, int64_t first_row,

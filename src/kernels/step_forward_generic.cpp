@@ -23,21 +23,16 @@ void step_forward_generic(const ForwardStepWeights& w, const ForwardStepArgs& s,
   constexpr int64_t kRow = 4 * W;  // one k: the four gates' W lanes
   for (int64_t r = 0; r < s.rows; ++r) {
     for (int64_t u = s.u_begin; u < s.u_end; ++u) {
-      const float* input = w.input_block(u / W) + u % W;
-      const float* hidden = w.hidden_block(u / W) + u % W;
+      const float* block = w.data() + (u / W) * (K0 + K1) * kRow + u % W;
       float a[4];
       for (int q = 0; q < 4; ++q) {
-        const float* p = input + q * W;
-        const float* ph = hidden + q * W;
-        // Projection form: gx holds the chain over the input (the input product below).
+        const float* p = block + q * W;
         float acc = s.gx != nullptr ? s.gx[r * 4 * H + q * H + u] : s.bias[q * H + u];
-        if (s.gx == nullptr) {
-          for (int64_t k = 0; k < K0; ++k) acc = std::fma(s.x[r * s.ld_x + k], p[k * kRow], acc);
-        }
+        for (int64_t k = 0; k < K0; ++k) acc = std::fma(s.x[r * s.ld_x + k], p[k * kRow], acc);
         for (int64_t k = 0; k < K1; ++k) {
-          acc = std::fma(s.h_prev[r * s.ld_h + k], ph[k * kRow], acc);
+          acc = std::fma(s.h_prev[r * s.ld_h + k], p[(K0 + k) * kRow], acc);
         }
-        a[q] = s.gx_without_bias ? acc + s.bias[q * H + u] : acc;
+        a[q] = s.gx != nullptr ? acc + s.bias[q * H + u] : acc;
       }
       const float gi = sigmoid(a[0]);
       const float gf = sigmoid(a[1]);
@@ -60,25 +55,6 @@ void step_forward_generic(const ForwardStepWeights& w, const ForwardStepArgs& s,
         saved->c[e] = StoreAs<Storage>::from(cn);
         saved->tanhc[e] = StoreAs<Storage>::from(tc);
         if (saved->h != nullptr) saved->h[e] = StoreAs<Storage>::from(hn);
-      }
-    }
-  }
-}
-
-void step_input_product_generic(const ForwardStepWeights& w, const float* x, int64_t ld_x,
-                                int64_t rows, const float* bias, float* gx, int64_t u_begin,
-                                int64_t u_end) {
-  constexpr int64_t W = kStepWidthGeneric;
-  const int64_t H = w.hidden(), K0 = w.k_input();
-  constexpr int64_t kRow = 4 * W;
-  for (int64_t r = 0; r < rows; ++r) {
-    for (int64_t u = u_begin; u < u_end; ++u) {
-      const float* input = w.input_block(u / W) + u % W;
-      for (int q = 0; q < 4; ++q) {
-        const float* p = input + q * W;
-        float acc = bias[q * H + u];
-        for (int64_t k = 0; k < K0; ++k) acc = std::fma(x[r * ld_x + k], p[k * kRow], acc);
-        gx[r * 4 * H + q * H + u] = acc;
       }
     }
   }

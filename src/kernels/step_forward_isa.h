@@ -28,16 +28,5 @@ template <class Storage>
 void step_forward_avx512(const ForwardStepWeights& w, const ForwardStepArgs& args,
                          const StepSaved<Storage>* saved);
 
-// step_input_product's bodies.
-void step_input_product_generic(const ForwardStepWeights& w, const float* x, int64_t ld_x,
-                                int64_t rows, const float* bias, float* gx, int64_t u_begin,
-                                int64_t u_end);
-void step_input_product_avx2(const ForwardStepWeights& w, const float* x, int64_t ld_x,
-                             int64_t rows, const float* bias, float* gx, int64_t u_begin,
-                             int64_t u_end);
-void step_input_product_avx512(const ForwardStepWeights& w, const float* x, int64_t ld_x,
-                               int64_t rows, const float* bias, float* gx, int64_t u_begin,
-                               int64_t u_end);
-
 }  // namespace detail
 }  // namespace lstmop

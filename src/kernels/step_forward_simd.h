@@ -92,14 +92,11 @@ LSTMOP_CELL_TARGET inline typename V::reg load_lanes(const typename V::Tail& m, 
 }
 
 // acc[r][q] = fma(a[r, kk], block[kk][q], acc[r][q]) for kk < K.
-// kSplitRow: the hidden part's chains (the same in both forms); the input
-// part's keep one order for every R, so that the projection form's input
-// tiles give the concatenated form's bits.
-template <class V, int R, bool kSplitRow = false>
+template <class V, int R>
 LSTMOP_CELL_TARGET inline void chain(typename V::reg (&acc)[R][4], int64_t K, const float* a,
                                      int64_t lda, const float* block, NextBlock& pf) {
   constexpr int64_t W = V::kLanes;
-  if constexpr (kSplitRow && R == 1 && W == 8) {
+  if constexpr (R == 1 && W == 8) {
     // One row has four dependent chains, one FMA a cycle at best (latency 4):
     // even and odd k on separate accumulators, summed at the end.
     const typename V::reg none = V::set1(0.0f);
@@ -148,6 +145,7 @@ LSTMOP_CELL_TARGET void tile(const ForwardStepWeights& w, const ForwardStepArgs&
                              int64_t count, NextBlock pf) {
   constexpr int64_t W = V::kLanes;
   const int64_t H = w.hidden(), K0 = w.k_input(), K1 = w.k_hidden();
+  const float* block = w.data() + (u / W) * (K0 + K1) * 4 * W;
   const typename V::Tail m = V::tail(count);
   typename V::reg acc[R][4];
 #pragma GCC unroll 8
@@ -158,18 +156,14 @@ LSTMOP_CELL_TARGET void tile(const ForwardStepWeights& w, const ForwardStepArgs&
                                   : load_lanes<V>(m, count, s.bias + q * H + u);
     }
   }
-  // Projection forms: gx holds the chains over the input (input_tile; or a
-  // GEMM's x w_ih^T, k_input 0), the tile continues them over h.
-  if (K0 > 0 && s.gx == nullptr) {
-    chain<V, R>(acc, K0, s.x + r0 * s.ld_x, s.ld_x, w.input_block(u / W), pf);
-  }
-  chain<V, R, true>(acc, K1, s.h_prev + r0 * s.ld_h, s.ld_h, w.hidden_block(u / W), pf);
+  if (K0 > 0) chain<V, R>(acc, K0, s.x + r0 * s.ld_x, s.ld_x, block, pf);
+  chain<V, R>(acc, K1, s.h_prev + r0 * s.ld_h, s.ld_h, block + K0 * 4 * W, pf);
   for (int r = 0; r < R; ++r) {
     typename V::reg a[4];
 #pragma GCC unroll 4
     for (int q = 0; q < 4; ++q) {
-      a[q] = s.gx_without_bias ? V::add(acc[r][q], load_lanes<V>(m, count, s.bias + q * H + u))
-                               : acc[r][q];
+      a[q] = s.gx != nullptr ? V::add(acc[r][q], load_lanes<V>(m, count, s.bias + q * H + u))
+                             : acc[r][q];
     }
     const int64_t row = r0 + r;
     float* c = s.c_state + row * H + u;
@@ -197,68 +191,6 @@ LSTMOP_CELL_TARGET void tile(const ForwardStepWeights& w, const ForwardStepArgs&
   }
 }
 
-// The projection form's input part: gx rows [r0, r0 + R) of units
-// [u, u + count) = bias + x w_ih^T, the tile's chains over the input's
-// columns (the concatenated form's, hence its bits), stored unfinished.
-template <class V, int R>
-LSTMOP_CELL_TARGET void input_tile(const ForwardStepWeights& w, const float* x, int64_t ld_x,
-                                   const float* bias, float* gx, int64_t r0, int64_t u,
-                                   int64_t count) {
-  constexpr int64_t W = V::kLanes;
-  const int64_t H = w.hidden(), K0 = w.k_input();
-  const typename V::Tail m = V::tail(count);
-  typename V::reg acc[R][4];
-#pragma GCC unroll 8
-  for (int r = 0; r < R; ++r) {
-#pragma GCC unroll 4
-    for (int q = 0; q < 4; ++q) acc[r][q] = load_lanes<V>(m, count, bias + q * H + u);
-  }
-  NextBlock none;
-  chain<V, R>(acc, K0, x + r0 * ld_x, ld_x, w.input_block(u / W), none);
-#pragma GCC unroll 8
-  for (int r = 0; r < R; ++r) {
-#pragma GCC unroll 4
-    for (int q = 0; q < 4; ++q) {
-      store_as<V, float>(gx + (r0 + r) * 4 * H + q * H + u, m, count, acc[r][q]);
-    }
-  }
-}
-
-template <class V, int R>
-LSTMOP_CELL_TARGET void input_tile_rows(int rows, const ForwardStepWeights& w, const float* x,
-                                        int64_t ld_x, const float* bias, float* gx, int64_t r0,
-                                        int64_t u, int64_t count) {
-  if constexpr (R >= 1) {
-    if (rows == R) {
-      input_tile<V, R>(w, x, ld_x, bias, gx, r0, u, count);
-    } else {
-      input_tile_rows<V, R - 1>(rows, w, x, ld_x, bias, gx, r0, u, count);
-    }
-  }
-}
-
-// gx (rows, 4H) for units [u_begin, u_end): groups outside, row blocks of
-// kMaxRows inside (a group's input block stays in L1 over the rows).
-template <class V>
-LSTMOP_CELL_TARGET void inputs(const ForwardStepWeights& w, const float* x, int64_t ld_x,
-                               int64_t rows, const float* bias, float* gx, int64_t u_begin,
-                               int64_t u_end) {
-  constexpr int64_t W = V::kLanes;
-  constexpr int64_t kRows = kMaxRows<V>;
-  if (rows <= 0) return;
-  const int64_t blocks = (rows + kRows - 1) / kRows;
-  const int64_t base = rows / blocks, longer = rows % blocks;
-  for (int64_t u = u_begin; u < u_end; u += W) {
-    const int64_t count = u_end - u < W ? u_end - u : W;
-    int64_t r0 = 0;
-    for (int64_t b = 0; b < blocks; ++b) {
-      const int n = static_cast<int>(base + (b < longer ? 1 : 0));
-      input_tile_rows<V, kRows>(n, w, x, ld_x, bias, gx, r0, u, count);
-      r0 += n;
-    }
-  }
-}
-
 template <class V, int R, class Storage>
 LSTMOP_CELL_TARGET void tile_rows(int rows, const ForwardStepWeights& w, const ForwardStepArgs& s,
                                   const StepSaved<Storage>* saved, int64_t r0, int64_t u,
@@ -281,25 +213,18 @@ LSTMOP_CELL_TARGET void step(const ForwardStepWeights& w, const ForwardStepArgs&
   // Balanced row blocks of at most kRows rows: the first `longer` have one more.
   const int64_t blocks = (s.rows + kRows - 1) / kRows;
   const int64_t base = s.rows / blocks, longer = s.rows % blocks;
-  // The rows of each group a step reads: input and hidden (interleaved), or
-  // the projection form's hidden ones.
-  const bool projection = s.gx != nullptr;
-  const auto block_of = [&](int64_t g) {
-    return projection ? w.hidden_block(g) : w.input_block(g);
-  };
-  const int64_t K_read = projection ? w.k_hidden() : w.k_input() + w.k_hidden();
-  const int64_t block_bytes = K_read * 4 * W * static_cast<int64_t>(sizeof(float));
+  const int64_t K = w.k_input() + w.k_hidden();
+  const int64_t block_bytes = K * 4 * W * static_cast<int64_t>(sizeof(float));
   const int64_t total_bytes = (s.u_end - s.u_begin + W - 1) / W * block_bytes;
-  const float* first = block_of(s.u_begin / W);
+  const float* first = w.data() + (s.u_begin / W) * K * 4 * W;
   for (int64_t u = s.u_begin; u < s.u_end; u += W) {
     const int64_t count = s.u_end - u < W ? s.u_end - u : W;
-    const float* next = u + W < s.u_end ? block_of((u + W) / W) : first;
+    const float* next = u + W < s.u_end ? w.data() + ((u + W) / W) * K * 4 * W : first;
     int64_t r0 = 0;
     for (int64_t b = 0; b < blocks; ++b) {
       const int rows = static_cast<int>(base + (b < longer ? 1 : 0));
-      tile_rows<V, kRows, Storage>(
-          rows, w, s, saved, r0, u, count,
-          next_block_share(next, block_bytes, total_bytes, blocks, b, K_read));
+      tile_rows<V, kRows, Storage>(rows, w, s, saved, r0, u, count,
+                                   next_block_share(next, block_bytes, total_bytes, blocks, b, K));
       r0 += rows;
     }
   }

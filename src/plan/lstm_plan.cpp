@@ -66,15 +66,6 @@ bool bf16_matmul_step(const LstmProblem& p) {
   return bf16_products(p) && choice.bf16_matmul_step && p.B >= choice.bf16_matmul_min_batch;
 }
 
-// The projection form with the concatenated form's input chains
-// (kLargeWeightsBytes) for a problem the concatenated form would run.
-bool input_chains_form(const LstmProblem& p, const ThreadPlan& threads) {
-  if (threads.threading == Threading::SplitUnits || p.B >= kLargeWeightsMinBatch) return false;
-  const double packed_bytes = 4.0 * 4.0 * static_cast<double>(p.H) *
-                              static_cast<double>(std::max(p.I, p.D * p.R) + p.R);
-  return packed_bytes >= static_cast<double>(kLargeWeightsBytes);
-}
-
 }  // namespace
 
 const char* threading_name(Threading threading) {
@@ -107,10 +98,6 @@ ForwardPlan plan_forward(const LstmProblem& p) {
   plan.bf16_matmul_step = bf16_matmul_step(p);
   plan.step_concatenated = p.B >= kConcatenatedMinBatch &&
                            (plan.bf16_products ? !plan.bf16_matmul_step : float_compute);
-  if (plan.step_concatenated && !plan.bf16_products && input_chains_form(p, plan.threads)) {
-    plan.step_concatenated = false;
-    plan.step_input_chains = true;
-  }
   plan.step_isa = kernels::kernel_choice().step_forward;
   plan.stream_saved = p.train && p.dtype == DType::Float32 &&
                       7 * p.slots * p.T * p.B * p.H * 4 >= kStreamSavedMinBytes;

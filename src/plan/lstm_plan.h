@@ -84,26 +84,13 @@ struct ThreadPlan {
 // against concatenated: B = 1 1.46x, B = 2 1.30x, B = 3 1.06x, B = 4 0.95x,
 // B = 8 0.93x; I = H = 256, T = 50: B = 1 2.2x; two threads in split mode
 // B = 2 1.00x, H = 512 B = 1 1.25x).
-// This choice is the same whatever the thread count (the GEMM projection
-// form sums in another order).
+//
+// The form is the same whatever the thread count (it changes the bits).
+// Measured and not taken for that reason: with packed weights over 1 MiB the
+// projection form is faster on one thread up to B = 12-16 (float32 H = 256
+// B = 8 1.22x, bfloat16 H = 256 B = 4 1.39x) and slower in split mode on two
+// (0.75x, 0.81x).
 constexpr int64_t kConcatenatedMinBatch = 4;
-// float compute on float FMAs, from kConcatenatedMinBatch: where the
-// concatenated form's packed weights (4H x (max(I, D*R) + R) floats) reach
-// kLargeWeightsBytes, below kLargeWeightsMinBatch and where one thread runs
-// each direction's steps (not split mode), the projection form whose input
-// product runs the concatenated form's chains (step_input_product: the same
-// bits, so the choice may follow the threads); each step then reads only
-// w_hh's packed rows. Zen 5, 1 thread, T = 50, I = H, against concatenated:
-// H = 256 (2 MiB) B = 4 1.22x, B = 8 1.22x (training 1.03x), B = 16 1.05x,
-// B = 20 0.96x, B = 24 0.93x; H = 512 B = 8 1.17x, B = 16 1.04x, B = 20 0.95x;
-// H = 192 (1.1 MiB) B = 8 1.08x, B = 16 1.00x; H = 128 (512 KiB) B = 8 0.94x.
-// In split mode each thread streams half the units' weights and the
-// concatenated form measured faster (2 threads, H = 256 B = 8: 0.75x; H = 512
-// B = 8 0.92x). (bfloat16 products: H = 256 B = 4 1.39x, B = 8 1.09x on one
-// thread, 0.81x in split mode; not built: the bfloat16 step's projection form
-// is the GEMM one.)
-constexpr int64_t kLargeWeightsBytes = int64_t{1} << 20;
-constexpr int64_t kLargeWeightsMinBatch = 16;
 
 // Training calls whose float32 saved tensors (i, j, f, o, c, tanhc, h of
 // every slot) reach this many bytes write them with streaming stores (the
@@ -118,9 +105,6 @@ struct ForwardPlan {
   // float compute: the fused step's form (concatenated, or projection form
   // after one input product per direction); the ISA of its body.
   bool step_concatenated = false;
-  // The projection form with step_input_product's input chains
-  // (kLargeWeightsBytes); else a projection form's input product is a GEMM.
-  bool step_input_chains = false;
   kernels::Isa step_isa = kernels::Isa::Scalar;
   // The fused step writes float32 saved tensors with streaming stores
   // (kStreamSavedMinBytes).

@@ -23,9 +23,7 @@
 // float32 within accumulation_tolerance (lstm_test_support.h: forward depth
 // K*T*L, backward K*T*L*B), gradients included; bfloat16 within its L eps / 4
 // eps (expect_low_precision_near_reference).
-#include <algorithm>
 #include <cstdio>
-#include <functional>
 #include <string>
 #include <vector>
 
@@ -185,64 +183,11 @@ TEST(FastPaths, FusedStepFormsAgainstReference) {
       LstmConfig split = float_config(64 / B + 2, B, 24, 216, 1, false);
       SCOPED_TRACE(split.name());
       const Plans plans = plans_of(split);
-      // Its packed weights (4 x 4H x 2H floats = 1.4 MiB) take the projection
-      // form with input chains on one thread (kLargeWeightsBytes), not in
-      // split mode.
-      const bool chains = B >= kConcatenatedMinBatch && threads == 1;
-      ASSERT_EQ(plans.forward.step_concatenated, B >= kConcatenatedMinBatch && !chains);
-      ASSERT_EQ(plans.forward.step_input_chains, chains);
+      ASSERT_EQ(plans.forward.step_concatenated, B >= kConcatenatedMinBatch);
       ASSERT_EQ(plans.forward.threads.threading,
                 threads == 2 ? Threading::SplitUnits : Threading::Serial);
       expect_near_reference(split, seed += 10);
     }
-  }
-}
-
-// The projection form with input chains (packed weights of kLargeWeightsBytes
-// and more, below kLargeWeightsMinBatch, one thread a direction) gives the
-// concatenated form's bits: one thread (input chains) against two (split
-// mode, concatenated), and each against the reference; smaller weights and
-// kLargeWeightsMinBatch rows stay concatenated.
-TEST(FastPaths, InputChainsGiveTheConcatenatedBits) {
-  using lstmop::detail::kConcatenatedMinBatch;
-  using lstmop::detail::kLargeWeightsMinBatch;
-  uint64_t seed = 3550;
-  for (int64_t B : {kConcatenatedMinBatch, kLargeWeightsMinBatch - 1, kLargeWeightsMinBatch}) {
-    for (bool packed : {false, true}) {
-      // 1.4 MiB packed; two layers (layer 1 reads layer 0's output); T large
-      // enough for split mode on two threads.
-      LstmConfig c = float_config(8, B, 24, 216, 2, false);
-      if (packed) {
-        c.packed = true;
-        for (int64_t b = 0; b < B; ++b) c.lengths.push_back(b == 0 ? 8 : 8 - b % 8);
-        std::sort(c.lengths.begin(), c.lengths.end(), std::greater<int64_t>());
-      }
-      SCOPED_TRACE(c.name());
-      const LstmProblem p = make_problem(c, seed += 10);
-      ForwardResult one, two;
-      {
-        ThreadCount count(1);
-        const Plans plans = plans_of(c);
-        ASSERT_EQ(plans.forward.step_input_chains, B < kLargeWeightsMinBatch);
-        ASSERT_EQ(plans.forward.step_concatenated, B >= kLargeWeightsMinBatch);
-        one = run_forward(p);
-        expect_near_reference(c, seed);
-      }
-      {
-        ThreadCount count(2);
-        const Plans plans = plans_of(c);
-        ASSERT_EQ(plans.forward.threads.threading, Threading::SplitUnits);
-        ASSERT_TRUE(plans.forward.step_concatenated);
-        two = run_forward(p);
-      }
-      const NamedViews a = forward_outputs(one), b = forward_outputs(two);
-      for (std::size_t k = 0; k < a.size(); ++k) {
-        EXPECT_TRUE(bitwise_equal(a[k].second, b[k].second)) << a[k].first;
-      }
-    }
-    LstmConfig small = float_config(3, B, 24, 120, 1, false);  // 0.7 MiB
-    ThreadCount count(1);
-    ASSERT_TRUE(plans_of(small).forward.step_concatenated);
   }
 }
 
