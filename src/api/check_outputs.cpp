@@ -39,7 +39,7 @@ bool overlaps(const ByteRange& a, const ByteRange& b) {
 // and no byte shared with an input or another output.
 void check_output(const std::string& name, const TensorView& v, const std::vector<int64_t>& shape,
                   DType dtype, const NamedViews& inputs,
-                  const std::vector<std::pair<std::string, const TensorView*>>& earlier) {
+                  const NamedViews& earlier) {
   check_view(name, v, " (a caller-allocated output)");
   check_shape(name, v, shape, "");
   if (v.dtype != dtype) {
@@ -97,7 +97,7 @@ void check_forward_outputs(const ForwardOutputs& out, const ForwardShapes& s, co
       {"out.j", {&out.j, &s.j}},                {"out.f", {&out.f, &s.f}},
       {"out.o", {&out.o, &s.o}},                {"out.h", {&out.h, &s.h}},
       {"out.c", {&out.c, &s.c}},                {"out.tanhc", {&out.tanhc, &s.tanhc}}};
-  std::vector<std::pair<std::string, const TensorView*>> earlier;
+  NamedViews earlier;
   for (const auto& item : items) {
     check_output(item.first, *item.second.first, *item.second.second, d.dtype, inputs, earlier);
     earlier.emplace_back(item.first, item.second.first);
@@ -106,7 +106,7 @@ void check_forward_outputs(const ForwardOutputs& out, const ForwardShapes& s, co
 
 void check_backward_outputs(const BackwardOutputs& out, const BackwardShapes& s,
                             const LstmProblem& d, const NamedViews& inputs) {
-  std::vector<std::pair<std::string, const TensorView*>> earlier;
+  NamedViews earlier;
   check_output("out.dx", out.dx, s.dx, d.dtype, inputs, earlier);
   earlier.emplace_back("out.dx", &out.dx);
   check_output("out.dh0", out.dh0, s.dh0, d.dtype, inputs, earlier);

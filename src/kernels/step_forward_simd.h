@@ -96,12 +96,15 @@ template <class V, int R>
 LSTMOP_CELL_TARGET inline void chain(typename V::reg (&acc)[R][4], int64_t K, const float* a,
                                      int64_t lda, const float* block, NextBlock& pf) {
   constexpr int64_t W = V::kLanes;
-  if constexpr (R == 1 && W == 8) {
-    // One row has four dependent chains, one FMA a cycle at best (latency 4):
-    // even and odd k on separate accumulators, summed at the end.
-    const typename V::reg none = V::set1(0.0f);
-    typename V::reg odd[4] = {none, none, none, none};
-    int64_t kk = 0;
+  // One AVX2 row has four dependent chains, one FMA a cycle at best (latency
+  // 4): pairs of k on two accumulator sets (even k in acc, odd k in odd),
+  // summed at the end; an odd K's last k goes to acc in the loop below.
+  constexpr bool kPairs = R == 1 && W == 8;
+  typename V::reg odd[4];
+  int64_t kk = 0;
+  if constexpr (kPairs) {
+#pragma GCC unroll 4
+    for (int q = 0; q < 4; ++q) odd[q] = V::set1(0.0f);
     for (; kk + 1 < K; kk += 2) {
       pf.fetch();
       pf.fetch();
@@ -112,19 +115,8 @@ LSTMOP_CELL_TARGET inline void chain(typename V::reg (&acc)[R][4], int64_t K, co
         odd[q] = V::fmadd(a1, V::loadu(block + ((kk + 1) * 4 + q) * W), odd[q]);
       }
     }
-    if (kk < K) {
-      pf.fetch();
-      const auto a0 = V::set1(a[kk]);
-#pragma GCC unroll 4
-      for (int q = 0; q < 4; ++q) {
-        acc[0][q] = V::fmadd(a0, V::loadu(block + (kk * 4 + q) * W), acc[0][q]);
-      }
-    }
-#pragma GCC unroll 4
-    for (int q = 0; q < 4; ++q) acc[0][q] = V::add(acc[0][q], odd[q]);
-    return;
   }
-  for (int64_t kk = 0; kk < K; ++kk) {
+  for (; kk < K; ++kk) {
     pf.fetch();
     typename V::reg b[4];
 #pragma GCC unroll 4
@@ -135,6 +127,10 @@ LSTMOP_CELL_TARGET inline void chain(typename V::reg (&acc)[R][4], int64_t K, co
 #pragma GCC unroll 4
       for (int q = 0; q < 4; ++q) acc[r][q] = V::fmadd(av, b[q], acc[r][q]);
     }
+  }
+  if constexpr (kPairs) {
+#pragma GCC unroll 4
+    for (int q = 0; q < 4; ++q) acc[0][q] = V::add(acc[0][q], odd[q]);
   }
 }
 
