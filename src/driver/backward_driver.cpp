@@ -58,6 +58,11 @@ enum SavedIndex { kI, kJ, kF, kO, kTanhc, kCPrev, kSavedCount };
 template <class Acc>
 struct DirectionWorkspace {
   Workspace<Acc> d_gates, w_ih, w_hh, h_prev, dh_state, dc_state, dw_ih, dw_hh, db;
+  // Where the weight gradients are computed: the caller's dparams of this
+  // slot written in place (matrix_in_place), else dw_ih / dw_hh, scattered
+  // into them after the products.
+  Acc* dw_ih_out = nullptr;
+  Acc* dw_hh_out = nullptr;
   // The weights the products read: the caller's when of the compute type
   // with unit column stride (sequence_rows.h: weight_rows), else copies.
   // w_ih_rows (4H, I_l) as stored, for the NN d_in product (TN weight
@@ -573,9 +578,9 @@ class BackwardDriver {
           const uint16_t* a = own.d_gates_bits.data() + part * half;
           gemm_bf16_or_float(Transpose::Yes, Transpose::No, half, in_size, N, a, G,
                              x_bits_rows_, in_size, 0.0f,
-                             w.dw_ih.data() + part * half * in_size, in_size);
+                             w.dw_ih_out + part * half * in_size, in_size);
           gemm_bf16_or_float(Transpose::Yes, Transpose::No, half, R, N, a, G,
-                             w.h_prev_bits.data(), R, 0.0f, w.dw_hh.data() + part * half * R, R);
+                             w.h_prev_bits.data(), R, 0.0f, w.dw_hh_out + part * half * R, R);
         }
         return;
       }
@@ -584,17 +589,17 @@ class BackwardDriver {
       for (int part = p0; part < p1; ++part) {
         const Acc* a = own.d_gates.data() + part * half;
         Acc* scratch = plan_.dw_t > 0 ? w.dw_t.data() + part * plan_.dw_t_part : nullptr;
-        weight_gradient_tn(half, in_size, N, a, G, x_rows_, w.dw_ih.data() + part * half * in_size,
+        weight_gradient_tn(half, in_size, N, a, G, x_rows_, w.dw_ih_out + part * half * in_size,
                            scratch);
-        weight_gradient_tn(half, R, N, a, G, w.h_prev.data(), w.dw_hh.data() + part * half * R,
+        weight_gradient_tn(half, R, N, a, G, w.h_prev.data(), w.dw_hh_out + part * half * R,
                            scratch);
       }
       return;
     }
     if (N == 0) {  // an empty batch: no chunk to sum, zero gradients
       for (int part = p0; part < p1; ++part) {
-        std::fill_n(w.dw_ih.data() + part * half * in_size, half * in_size, Acc(0));
-        std::fill_n(w.dw_hh.data() + part * half * R, half * R, Acc(0));
+        std::fill_n(w.dw_ih_out + part * half * in_size, half * in_size, Acc(0));
+        std::fill_n(w.dw_hh_out + part * half * R, half * R, Acc(0));
       }
       return;
     }
@@ -616,9 +621,9 @@ class BackwardDriver {
       for (int part = p0; part < p1; ++part) {
         const Acc* a = w.d_gates_t.data() + part * half * ld;
         gemm(Transpose::No, Transpose::Yes, half, in_size, rows, Acc(1), a, ld, w.x_t.data(),
-             ld, beta, w.dw_ih.data() + part * half * in_size, in_size);
+             ld, beta, w.dw_ih_out + part * half * in_size, in_size);
         gemm(Transpose::No, Transpose::Yes, half, R, rows, Acc(1), a, ld, w.h_prev_t.data(),
-             ld, beta, w.dw_hh.data() + part * half * R, R);
+             ld, beta, w.dw_hh_out + part * half * R, R);
       }
     }
   }
@@ -629,7 +634,7 @@ class BackwardDriver {
   // copied transposed into dw.
   void weight_gradient_tn(int64_t rows, int64_t cols, int64_t N, const Acc* a, int64_t lda,
                           const Acc* b, Acc* dw, Acc* scratch) const {
-    if (scratch != nullptr && weight_gradient_result_transposed(rows, cols)) {
+    if (scratch != nullptr && weight_gradient_result_transposed(rows, cols, N)) {
       const int64_t ld = plan_.dw_t_ld;
       gemm(Transpose::Yes, Transpose::No, cols, rows, N, Acc(1), b, cols, a, lda, Acc(0), scratch,
            ld);
@@ -743,6 +748,11 @@ class BackwardDriver {
       }
       if (float_split) gather_h_prev(part * (p_.T / 2), part == 0 ? p_.T / 2 : p_.T);
     };
+    const int64_t base = s * p_.params_per_slot;
+    Acc* const dw_ih_in_place = matrix_in_place<Acc>(out_.dparams[base], G, in_size);
+    Acc* const dw_hh_in_place = matrix_in_place<Acc>(out_.dparams[base + 1], G, R);
+    w.dw_ih_out = dw_ih_in_place != nullptr ? dw_ih_in_place : w.dw_ih.data();
+    w.dw_hh_out = dw_hh_in_place != nullptr ? dw_hh_in_place : w.dw_hh.data();
     UnitBalance balance(p_.H, t.units[0].end);
     const bool paired = split && run_pair([&](int part) {
       prepare_part(part);
@@ -759,9 +769,12 @@ class BackwardDriver {
     }
     scatter_slot<Acc>(p_, w.dh_state.data(), R, out_.dh0, s);
     scatter_slot<Acc>(p_, w.dc_state.data(), H, out_.dc0, s);
-    const int64_t base = s * p_.params_per_slot;
-    scatter_matrix<Acc>(w.dw_ih.data(), in_size, G, in_size, out_.dparams[base], 0, in_size, 1);
-    scatter_matrix<Acc>(w.dw_hh.data(), R, G, R, out_.dparams[base + 1], 0, R, 1);
+    if (dw_ih_in_place == nullptr) {
+      scatter_matrix<Acc>(w.dw_ih.data(), in_size, G, in_size, out_.dparams[base], 0, in_size, 1);
+    }
+    if (dw_hh_in_place == nullptr) {
+      scatter_matrix<Acc>(w.dw_hh.data(), R, G, R, out_.dparams[base + 1], 0, R, 1);
+    }
     if (p_.projections()) {
       projection_weight_gradient(s, w);
       scatter_matrix<Acc>(w.dw_hr.data(), H, p_.P, H, out_.dparams[p_.w_hr_index(s)], 0, H, 1);

@@ -151,6 +151,18 @@ const Acc* weight_rows(const TensorView& w, int64_t rows, int64_t cols, Acc* cop
   return copy;
 }
 
+// A (rows, cols) output written in place (the weight gradients): the
+// caller's data when of the compute type and contiguous, else null (the
+// driver computes into its scratch and scatters, converting).
+template <class Acc>
+Acc* matrix_in_place(const TensorView& v, int64_t rows, int64_t cols) {
+  if (v.data == nullptr || v.dtype != compute_dtype<Acc>() || rows <= 0 || cols <= 0 ||
+      v.stride(1) != 1 || (rows > 1 && v.stride(0) != cols)) {
+    return nullptr;
+  }
+  return static_cast<Acc*>(v.data);
+}
+
 // Columns [u0, u1) of rows x width at [s, t, first:] of a saved (D*L, T, B,
 // width) view (width H, or R for h) into dst, row stride width.
 template <class Acc>
