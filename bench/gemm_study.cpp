@@ -269,7 +269,7 @@ void section_bwd() {
     std::snprintf(what, sizeof what, "%s dW halves %lld x %lld K=%lld%s", s.name,
                   static_cast<long long>(half), static_cast<long long>(s.k),
                   static_cast<long long>(s.tb),
-                  lstmop::detail::weight_gradient_result_transposed(half, s.k) ? " (taken)" : "");
+                  lstmop::detail::weight_gradient_result_transposed(half, s.k, s.tb) ? " (taken)" : "");
     print_rate(what, "dnnl_sgemm TN", flop, h[0], h[0]);
     print_rate(what, "transposed + copy", flop, h[1], h[0]);
   }

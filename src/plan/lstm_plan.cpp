@@ -151,7 +151,7 @@ BackwardPlan plan_backward(const LstmProblem& p) {
     const int64_t half = G / 2;
     int64_t cols = 0;  // the widest dw^T: w_ih of layer 0 and of the layers above, w_hh
     for (int64_t c : {p.I, p.L > 1 ? DR : int64_t{0}, p.R}) {
-      if (c > 0 && weight_gradient_result_transposed(half, c)) cols = std::max(cols, c);
+      if (c > 0 && weight_gradient_result_transposed(half, c, N)) cols = std::max(cols, c);
     }
     if (cols > 0) {
       plan.dw_t_ld = half + kTransposePad;

@@ -168,10 +168,15 @@ constexpr int64_t transposed_stride(int64_t rows) { return (rows + 15) / 16 * 16
 // the "dW halves" rows, copy included): rows 512, cols 256 (S2) 154-164 ->
 // 178-180 GFLOP/s; rows 1024, cols 512 (S1 layer 0) 153-155 -> 191-194;
 // rows 256 (S5, S3) or cols 1024 (S1's layer 1 w_ih) even or worse (S3's
-// K = 200: 0.91x), so kept as they were. The
-// choice depends on the shape only: the same products whatever the threads.
-constexpr bool weight_gradient_result_transposed(int64_t rows, int64_t cols) {
-  return rows >= 512 && cols <= 512 && cols <= rows;
+// K = 200: 0.91x), so kept as they were. Below kWeightGradTransposedMinK
+// summed rows (K = N) the copy costs more than the product gains (`gemm_study
+// --section bwd`, rows 1024, cols 512: K = 1 80 us TN against 190 us
+// transposed + copy, K = 64 0.89x, K = 256 1.00x, K = 512 1.06x; rows 512,
+// cols 256: K = 64 1.03x, K = 256 1.07x). The choice depends on the shape
+// only: the same products whatever the threads.
+constexpr int64_t kWeightGradTransposedMinK = 256;
+constexpr bool weight_gradient_result_transposed(int64_t rows, int64_t cols, int64_t k) {
+  return rows >= 512 && cols <= 512 && cols <= rows && k >= kWeightGradTransposedMinK;
 }
 
 struct BackwardPlan {

@@ -68,16 +68,17 @@ std::vector<LstmConfig> configs() {
   }
   // H = 256: halves of 512 gate rows, whose weight gradients the AVX-512 TN
   // path computes transposed (lstm_plan.h, weight_gradient_result_transposed),
-  // the two halves on two threads at once; variable length.
+  // the two halves on two threads at once; variable length, N = 257 summed
+  // rows (the form's minimum, kWeightGradTransposedMinK, is 256).
   LstmConfig wide;
-  wide.T = 4;
+  wide.T = 52;
   wide.B = 5;
   wide.I = 40;
   wide.H = 256;
   wide.L = 2;
   wide.bidirectional = true;
   wide.packed = true;
-  wide.lengths = {4, 3, 3, 2, 1};
+  wide.lengths = {52, 52, 52, 51, 50};
   out.push_back(wide);
   return out;
 }

@@ -130,18 +130,24 @@ TEST(FastPaths, WeightGradientsOverMoreThan1024RowsAgainstReference) {
 
 // The TN path's transposed form (lstm_plan.h, weight_gradient_result_transposed):
 // H = 256 gives halves of 512 rows; w_ih of layer 0 (I = 40) and w_hh (R = 256)
-// take it, layer 1's w_ih (D*R = 512 columns) too; one and two threads (the two
-// halves at once), fixed and variable length. Against the reference
-// (test_determinism.cpp holds the bits across thread counts).
+// take it, layer 1's w_ih (D*R = 512 columns) too, with N = 260 summed rows
+// (kWeightGradTransposedMinK = 256); one and two threads (the two halves at
+// once), fixed and variable length. Against the reference
+// (test_determinism.cpp holds the bits across thread counts). Below the
+// minimum (N = 15) the plan keeps the TN form.
 TEST(FastPaths, WeightGradientsComputedTransposedAgainstReference) {
+  using lstmop::detail::kWeightGradTransposedMinK;
   using lstmop::detail::weight_gradient_result_transposed;
-  LstmConfig cfg = float_config(3, 5, 40, 256, 2, true);
+  LstmConfig cfg = float_config(52, 5, 40, 256, 2, true);
   const bool tn = lstmop::kernels::kernel_choice().gemm_tn_at_full_rate;
   const Plans plans = plans_of(cfg);
-  ASSERT_TRUE(weight_gradient_result_transposed(512, 40));
-  ASSERT_TRUE(weight_gradient_result_transposed(512, 512));
-  ASSERT_FALSE(weight_gradient_result_transposed(512, 1024));
-  ASSERT_FALSE(weight_gradient_result_transposed(256, 128));
+  ASSERT_EQ(kWeightGradTransposedMinK, 256);
+  ASSERT_TRUE(weight_gradient_result_transposed(512, 40, 256));
+  ASSERT_TRUE(weight_gradient_result_transposed(512, 512, 260));
+  ASSERT_FALSE(weight_gradient_result_transposed(512, 512, 255));
+  ASSERT_FALSE(weight_gradient_result_transposed(512, 1024, 260));
+  ASSERT_FALSE(weight_gradient_result_transposed(256, 128, 260));
+  EXPECT_EQ(plans_of(float_config(3, 5, 40, 256, 2, true)).backward.dw_t, 0);
   if (!tn) {
     std::printf("[fast paths] transposed weight gradients: not taken here (no TN path: %s); "
                 "the reference check still runs\n",
@@ -158,7 +164,7 @@ TEST(FastPaths, WeightGradientsComputedTransposedAgainstReference) {
     expect_near_reference(cfg, seed);
     LstmConfig packed = cfg;
     packed.packed = true;
-    packed.lengths = {3, 3, 2, 2, 1};
+    packed.lengths = {52, 52, 52, 51, 50};  // N = 257
     expect_near_reference(packed, seed + 10);
   }
 }
