@@ -145,7 +145,7 @@ class BackwardDriver {
         }
         arena_.add(w.h_prev_bits, "the previous hidden states' bfloat16 values (valid rows, H)",
                    plan_.h_prev_bits);
-      } else if constexpr (kFloat) {
+      } else if (kFloat && !plan_.single_step) {
         w.recurrent.allocate(arena_, 4 * p.H, p.R);
       }
       arena_.add(w.h_prev, "the previous hidden states (valid rows, R)", plan_.h_prev);
@@ -454,15 +454,18 @@ class BackwardDriver {
       }
     }
     if constexpr (kFloat) {
-      for (int64_t r = 0; r < rows; ++r) {
-        std::fill(w.dh_state.data() + r * R + u0, w.dh_state.data() + r * R + u1, 0.0f);
+      if (!plan_.single_step) {
+        for (int64_t r = 0; r < rows; ++r) {
+          std::fill(w.dh_state.data() + r * R + u0, w.dh_state.data() + r * R + u1, 0.0f);
+        }
+        w.recurrent.accumulate_columns(rows, d_gates, G, w.dh_state.data(), R, u0, u1);
+        return;
       }
-      w.recurrent.accumulate_columns(rows, d_gates, G, w.dh_state.data(), R, u0, u1);
-    } else {
-      (void)u0, (void)u1;
-      gemm(Transpose::No, Transpose::No, rows, R, G, Acc(1), d_gates, G, w.w_hh_rows, w.ld_hh,
-           Acc(0), w.dh_state.data(), R);
     }
+    // double, and a single step (one part: all R columns)
+    (void)u0, (void)u1;
+    gemm(Transpose::No, Transpose::No, rows, R, G, Acc(1), d_gates, G, w.w_hh_rows, w.ld_hh,
+         Acc(0), w.dh_state.data(), R);
   }
 
   // The time loop. One thread (barrier null): per step every part's cell
@@ -695,7 +698,7 @@ class BackwardDriver {
         }
       } else if (split) {
         // (each part packs its own units' columns: prepare_part below)
-      } else {
+      } else if (!plan_.single_step) {
         w.recurrent.set_b(w.w_hh_rows, w.ld_hh);
       }
       if (p_.projections()) w.output_projection.set_b(w.w_hr.data(), H);

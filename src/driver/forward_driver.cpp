@@ -190,7 +190,7 @@ class ForwardDriver {
         } else {
           w.bf16_step.allocate(arena_, p.H, max_in, p.H);
         }
-      } else if constexpr (kFloat) {
+      } else if (kFloat && !plan_.single_step) {
         // Room for the widest layer input; each slot packs its own sizes.
         w.step.allocate(arena_, plan_.step_isa, p.H, plan_.step_concatenated ? max_in : 0, p.R);
       }
@@ -710,7 +710,7 @@ class ForwardDriver {
   // double: gates[t] += h * w_hh^T, then the cell pass (and with
   // projections h = m * w_hr^T), per step.
   void time_loop_double(int64_t s, int64_t dir, DirectionWorkspace<Acc>& w, Acc* y) const {
-    const int64_t G = 4 * p_.H, H = p_.H, R = p_.R, DR = p_.D * p_.R;
+    const int64_t G = 4 * p_.H, R = p_.R, DR = p_.D * p_.R;
     for (int64_t n = 0; n < p_.T; ++n) {
       const int64_t t = dir == 0 ? n : p_.T - 1 - n;
       const int64_t rows = p_.step_batch[t];
@@ -718,20 +718,50 @@ class ForwardDriver {
       Acc* gates = w.gates.data() + off * G;
       gemm(Transpose::No, Transpose::No, rows, G, R, Acc(1), w.h[0].data(), R, w.w_hh.data(), G,
            Acc(1), gates, G);
-      const StepSaved<Storage> saved = p_.train ? saved_at(s, t) : StepSaved<Storage>{};
-      Acc* layer_out = y + off * DR + dir * R;
-      if (!p_.projections()) {
-        cell_pass_forward<Acc, Storage>(rows, H, 0, H, gates, w.bias.data(), w.c_state.data(),
-                                        w.h[0].data(), layer_out, DR,
-                                        p_.train ? &saved : nullptr);
-        continue;
+      cell_step(s, t, rows, gates, w, y + off * DR + dir * R);
+    }
+  }
+
+  // A step's cell pass on its gates (rows, 4H) into h and the layer output
+  // (row stride D*R), and with projections h = m * w_hr^T (m in
+  // cell_output); the saved tensors of step t when training.
+  void cell_step(int64_t s, int64_t t, int64_t rows, Acc* gates, DirectionWorkspace<Acc>& w,
+                 Acc* layer_out) const {
+    const int64_t H = p_.H, DR = p_.D * p_.R;
+    const StepSaved<Storage> saved = p_.train ? saved_at(s, t) : StepSaved<Storage>{};
+    if (!p_.projections()) {
+      cell_pass_forward<Acc, Storage>(rows, H, 0, H, gates, w.bias.data(), w.c_state.data(),
+                                      w.h[0].data(), layer_out, DR, p_.train ? &saved : nullptr);
+      return;
+    }
+    StepSaved<Storage> cell_saved = saved;
+    cell_saved.h = nullptr;
+    Acc* m = w.cell_output.data();  // m (rows, H) as the pass's h and output
+    cell_pass_forward<Acc, Storage>(rows, H, 0, H, gates, w.bias.data(), w.c_state.data(), m, m,
+                                    H, p_.train ? &cell_saved : nullptr);
+    project_step(rows, w, w.h[0].data(), layer_out, saved.h);
+  }
+
+  // float, one time step (ForwardPlan::single_step): gates = x_l * w_ih^T
+  // (project_half) + h0 * w_hh^T (without hx h0 is zero: no product), both on
+  // the weights as stored, then the cell pass (and with projections h = m *
+  // w_hr^T), as time_loop_double does for each step. One thread whatever the
+  // count (the same bits).
+  void single_step(int64_t s, int64_t dir, int64_t in_size, const Acc* x,
+                   DirectionWorkspace<Acc>& w, Acc* y) const {
+    if constexpr (kFloat) {
+      const int64_t G = 4 * p_.H, R = p_.R;
+      const int64_t rows = p_.step_batch[0];
+      project_half(0, in_size, x, w);
+      project_half(1, in_size, x, w);
+      Acc* gates = w.gates.data();
+      if (p_.has_hx) {
+        gemm(Transpose::No, Transpose::Yes, rows, G, R, 1.0f, w.h[0].data(), R, w.w_hh_rows,
+             w.ld_hh, 1.0f, gates, G);
       }
-      StepSaved<Storage> cell_saved = saved;
-      cell_saved.h = nullptr;
-      Acc* m = w.cell_output.data();  // m (rows, H) as the pass's h and output
-      cell_pass_forward<Acc, Storage>(rows, H, 0, H, gates, w.bias.data(), w.c_state.data(), m, m,
-                                      H, p_.train ? &cell_saved : nullptr);
-      project_step(rows, w, w.h[0].data(), layer_out, saved.h);
+      cell_step(s, 0, rows, gates, w, y + dir * R);
+    } else {
+      (void)s, (void)dir, (void)in_size, (void)x, (void)w, (void)y;
     }
   }
 
@@ -740,6 +770,10 @@ class ForwardDriver {
   // (on this one, one after the other, when no second thread can be started).
   void run_float_direction(int64_t s, int64_t dir, int64_t in_size, const Acc* x,
                            DirectionWorkspace<Acc>& w, Acc* y) {
+    if (plan_.single_step) {
+      single_step(s, dir, in_size, x, w, y);
+      return;
+    }
     const bool concatenated = plan_.step_concatenated;
     w.step.set_k_input(concatenated ? in_size : 0);
     if (plan_.threads.threading == Threading::SplitUnits) {

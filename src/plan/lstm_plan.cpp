@@ -16,12 +16,19 @@ namespace {
 bool bf16_products(const LstmProblem& p);
 bool bf16_matmul_step(const LstmProblem& p);
 
+// One time step on float compute without bfloat16 products
+// (ForwardPlan::single_step, BackwardPlan::single_step).
+bool single_step(const LstmProblem& p) {
+  return p.T == 1 && p.dtype != DType::Float64 && !bf16_products(p);
+}
+
 ThreadPlan plan_threads(const LstmProblem& p) {
   ThreadPlan t;
   const int threads = get_num_threads();
   const bool float_compute = p.dtype != DType::Float64;
+  // (A single step is one product on one thread: never split.)
   const bool can_split = threads >= 2 && float_compute && !bf16_matmul_step(p) &&
-                         worth_splitting(p);
+                         !single_step(p) && worth_splitting(p);
   if (threads >= 2 && p.D == 2 && !(can_split && BidirectionalThreads::split())) {
     t.threading = Threading::DirectionsInParallel;
   } else if (can_split) {
@@ -96,7 +103,8 @@ ForwardPlan plan_forward(const LstmProblem& p) {
   const bool float_compute = p.dtype != DType::Float64;
   plan.bf16_products = bf16_products(p);
   plan.bf16_matmul_step = bf16_matmul_step(p);
-  plan.step_concatenated = p.B >= kConcatenatedMinBatch &&
+  plan.single_step = single_step(p);
+  plan.step_concatenated = p.B >= kConcatenatedMinBatch && !plan.single_step &&
                            (plan.bf16_products ? !plan.bf16_matmul_step : float_compute);
   plan.step_isa = kernels::kernel_choice().step_forward;
   plan.stream_saved = p.train && p.dtype == DType::Float32 &&
@@ -135,6 +143,7 @@ BackwardPlan plan_backward(const LstmProblem& p) {
   const int64_t max_in = std::max(p.I, DR);
   plan.bf16_products = bf16_products(p);
   plan.bf16_matmul_step = bf16_matmul_step(p);
+  plan.single_step = single_step(p);
   // (The bfloat16 products are TN / NN through gemm_bf16, which reads any strides.)
   plan.weight_gradients_tn =
       plan.bf16_products || (p.dtype != DType::Float64 && gemm_tn_at_full_rate());

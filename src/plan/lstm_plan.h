@@ -106,6 +106,13 @@ struct ForwardPlan {
   // after one input product per direction); the ISA of its body.
   bool step_concatenated = false;
   kernels::Isa step_isa = kernels::Isa::Scalar;
+  // float compute without bfloat16 products, one time step (T == 1): no
+  // fused step and no packing; gates = x w_ih^T + h0 w_hh^T as products on
+  // the weights as stored, then the cell pass. Packing w_hh (and in the
+  // concatenated form w_ih) costs more than the one step it serves (Zen 5,
+  // runner, T=1 B=1 I=H=512 inference: the packing 46% of the call). Never
+  // split mode (plan_threads).
+  bool single_step = false;
   // The fused step writes float32 saved tensors with streaming stores
   // (kStreamSavedMinBytes).
   bool stream_saved = false;
@@ -190,6 +197,10 @@ struct BackwardPlan {
   // (bf16_matmul_step.h). db sums the float d_gates.
   bool bf16_products = false;
   bool bf16_matmul_step = false;
+  // float compute without bfloat16 products, one time step (T == 1; as
+  // ForwardPlan::single_step): dh0 = d_gates * w_hh as one product on w_hh
+  // as stored, not packed (never split mode: plan_threads).
+  bool single_step = false;
   // float where gemm_tn_at_full_rate(): weight gradients as one TN product
   // each and d_in as NN on w_ih as stored (no transposed copies); otherwise
   // the weight gradients per chunk of kWeightGradChunk rows on transposed

@@ -80,6 +80,17 @@ std::vector<LstmConfig> configs() {
   wide.packed = true;
   wide.lengths = {52, 52, 52, 51, 50};
   out.push_back(wide);
+  // One time step (lstm_plan.h, ForwardPlan::single_step), split mode's size
+  // at T > 1 (B = 8, H = 136), with projections too.
+  LstmConfig single;
+  single.T = 1;
+  single.B = 8;
+  single.I = 24;
+  single.H = 136;
+  out.push_back(single);
+  single.bidirectional = true;
+  single.P = 20;
+  out.push_back(single);
   return out;
 }
 

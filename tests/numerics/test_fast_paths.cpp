@@ -245,5 +245,58 @@ TEST(FastPaths, Bfloat16ProductsInSplitModeAgainstReference) {
   expect_low_precision_near_reference(make_problem(bidir, 3402), 3403);
 }
 
+// One time step (lstm_plan.h, ForwardPlan::single_step): no fused step, the
+// products on the weights as stored, then the cell pass. With and without
+// hx (without it no recurrent product), projections, two bidirectional
+// layers, batch 1 and 8 (8: the concatenated form's size at T > 1), training
+// and inference, float32 and float16 (bfloat16 on the dot-product units
+// keeps its step); one and two threads (split mode's size at B = 8, H = 136).
+// Against the reference; test_determinism.cpp holds the bits across thread
+// counts.
+TEST(FastPaths, SingleStepAgainstReference) {
+  uint64_t seed = 3600;
+  for (int threads : {1, 2}) {
+    ThreadCount count(threads);
+    SCOPED_TRACE(threads);
+    for (int64_t B : {int64_t{1}, int64_t{8}}) {
+      SCOPED_TRACE(B);
+      LstmConfig c = float_config(1, B, 24, 40, 2, true);
+      const Plans plans = plans_of(c);
+      ASSERT_TRUE(plans.forward.single_step);
+      ASSERT_FALSE(plans.forward.step_concatenated);
+      expect_near_reference(c, seed++);
+      LstmConfig no_hx = c;
+      no_hx.with_hx = false;
+      expect_near_reference(no_hx, seed++);
+      LstmConfig proj = c;
+      proj.P = 13;
+      expect_near_reference(proj, seed++);
+      LstmConfig infer = c;
+      infer.train = false;
+      expect_near_reference(infer, seed++);
+      LstmConfig half = c;
+      half.dtype = DType::Float16;
+      ASSERT_TRUE(plans_of(half).forward.single_step);
+      expect_low_precision_near_reference(make_problem(half, seed), seed + 1);
+      seed += 2;
+    }
+    LstmConfig wide = float_config(1, 8, 24, 136, 1, false);
+    ASSERT_TRUE(plans_of(wide).forward.single_step);
+    expect_near_reference(wide, seed++);
+  }
+  // Two steps: the fused step (the concatenated form from batch 4).
+  EXPECT_FALSE(plans_of(float_config(2, 1, 24, 40, 1, false)).forward.single_step);
+  EXPECT_TRUE(plans_of(float_config(2, 8, 24, 40, 1, false)).forward.step_concatenated);
+  LstmConfig bf16 = float_config(1, 8, 24, 40, 1, false);
+  bf16.dtype = DType::BFloat16;
+  const Plans bf16_plans = plans_of(bf16);
+  EXPECT_EQ(bf16_plans.forward.single_step, !bf16_plans.forward.bf16_products);
+  if (bf16_plans.forward.bf16_products) {
+    std::printf("[fast paths] bfloat16 at T = 1 keeps its dot-product step (%s)\n",
+                bf16_plans.forward.bf16_matmul_step ? "matmul form" : "fused step");
+  }
+  expect_low_precision_near_reference(make_problem(bf16, seed), seed + 1);
+}
+
 }  // namespace
 }  // namespace lstmtest
