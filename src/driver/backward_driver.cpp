@@ -768,7 +768,13 @@ class BackwardDriver {
         prepare_part(1);
       }
       time_loop(s, dir, 0, t.parts, nullptr, nullptr, own, w);
-      weight_grads(in_size, 0, 2, nullptr, own, w);
+      // A single step's weight gradients are most of its work: their two
+      // halves on two threads where there are (the same calls either way).
+      const bool pair_halves = plan_.single_step && t.direction_threads == 1 &&
+                               t.row_half_threads == 2 && run_pair([&](int part) {
+                                 weight_grads(in_size, part, part + 1, &barrier_, own, w);
+                               });
+      if (!pair_halves) weight_grads(in_size, 0, 2, nullptr, own, w);
     }
     scatter_slot<Acc>(p_, w.dh_state.data(), R, out_.dh0, s);
     scatter_slot<Acc>(p_, w.dc_state.data(), H, out_.dc0, s);

@@ -745,21 +745,25 @@ class ForwardDriver {
   // float, one time step (ForwardPlan::single_step): gates = x_l * w_ih^T
   // (project_half) + h0 * w_hh^T (without hx h0 is zero: no product), both on
   // the weights as stored, then the cell pass (and with projections h = m *
-  // w_hr^T), as time_loop_double does for each step. One thread whatever the
-  // count (the same bits).
+  // w_hr^T), as time_loop_double does for each step.
   void single_step(int64_t s, int64_t dir, int64_t in_size, const Acc* x,
                    DirectionWorkspace<Acc>& w, Acc* y) const {
     if constexpr (kFloat) {
       const int64_t G = 4 * p_.H, R = p_.R;
-      const int64_t rows = p_.step_batch[0];
-      project_half(0, in_size, x, w);
-      project_half(1, in_size, x, w);
+      const ThreadPlan& tp = plan_.threads;
       Acc* gates = w.gates.data();
-      if (p_.has_hx) {
-        gemm(Transpose::No, Transpose::Yes, rows, G, R, 1.0f, w.h[0].data(), R, w.w_hh_rows,
-             w.ld_hh, 1.0f, gates, G);
-      }
-      cell_step(s, 0, rows, gates, w, y + dir * R);
+      // Both products per fixed row half (the same calls and bits whatever
+      // the thread count), the halves on two threads where there are.
+      run_tasks(2, tp.direction_threads > 1 ? 1 : tp.row_half_threads, [&](int64_t part) {
+        project_half(static_cast<int>(part), in_size, x, w);
+        const RowHalf half = tp.row_halves[part];
+        if (p_.has_hx && half.count > 0) {
+          gemm(Transpose::No, Transpose::Yes, half.count, G, R, 1.0f,
+               w.h[0].data() + half.first * R, R, w.w_hh_rows, w.ld_hh, 1.0f,
+               gates + half.first * G, G);
+        }
+      });
+      cell_step(s, 0, p_.step_batch[0], gates, w, y + dir * R);
     } else {
       (void)s, (void)dir, (void)in_size, (void)x, (void)w, (void)y;
     }
