@@ -26,7 +26,8 @@ ThreadPlan plan_threads(const LstmProblem& p) {
   ThreadPlan t;
   const int threads = get_num_threads();
   const bool float_compute = p.dtype != DType::Float64;
-  // (A single step is one product on one thread: never split.)
+  // (A single step is never split: its row halves' products and weight
+  // gradients take the second thread instead.)
   const bool can_split = threads >= 2 && float_compute && !bf16_matmul_step(p) &&
                          !single_step(p) && worth_splitting(p);
   if (threads >= 2 && p.D == 2 && !(can_split && BidirectionalThreads::split())) {

@@ -250,7 +250,8 @@ TEST(FastPaths, Bfloat16ProductsInSplitModeAgainstReference) {
 // hx (without it no recurrent product), projections, two bidirectional
 // layers, batch 1 and 8 (8: the concatenated form's size at T > 1), training
 // and inference, float32 and float16 (bfloat16 on the dot-product units
-// keeps its step); one and two threads (split mode's size at B = 8, H = 136).
+// keeps its step); one and two threads (two: the row halves in parallel; B = 8,
+// H = 136 is split mode's size at T > 1).
 // Against the reference; test_determinism.cpp holds the bits across thread
 // counts.
 TEST(FastPaths, SingleStepAgainstReference) {
