@@ -192,7 +192,8 @@ class ForwardDriver {
         }
       } else if (kFloat && !plan_.single_step) {
         // Room for the widest layer input; each slot packs its own sizes.
-        w.step.allocate(arena_, plan_.step_isa, p.H, plan_.step_concatenated ? max_in : 0, p.R);
+        const bool input_rows = plan_.step_concatenated || plan_.step_chained;
+        w.step.allocate(arena_, plan_.step_isa, p.H, input_rows ? max_in : 0, p.R);
       }
     }
     arena_.commit();
@@ -476,6 +477,7 @@ class ForwardDriver {
           a.ld_x = in_size;
         } else {
           a.gx = w.gates.data() + off * G;
+          a.gx_chained = plan_.step_chained;
         }
         a.h_prev = w.h[n % 2].data();
         a.ld_h = p_.R;
@@ -769,17 +771,27 @@ class ForwardDriver {
     }
   }
 
-  // float: packs the step's weights, projects (projection form) and runs the
-  // step loop: in split mode the two unit parts on two threads in lockstep
-  // (on this one, one after the other, when no second thread can be started).
+  // float: packs the step's weights, projects (projection form) or runs the
+  // chains over the input (chained form) and runs the step loop: in split
+  // mode the two unit parts on two threads in lockstep (on this one, one
+  // after the other, when no second thread can be started).
   void run_float_direction(int64_t s, int64_t dir, int64_t in_size, const Acc* x,
                            DirectionWorkspace<Acc>& w, Acc* y) {
     if (plan_.single_step) {
       single_step(s, dir, in_size, x, w, y);
       return;
     }
-    const bool concatenated = plan_.step_concatenated;
-    w.step.set_k_input(concatenated ? in_size : 0);
+    const bool concatenated = plan_.step_concatenated, chained = plan_.step_chained;
+    w.step.set_k_input(concatenated || chained ? in_size : 0, chained);
+    if (chained) {  // never split mode (lstm_plan.h); x the layer's compact rows
+      w.step.pack_units(w.w_ih_rows, w.ld_ih, w.w_hh_rows, w.ld_hh, 0, p_.H);
+      if constexpr (kFloat) {
+        step_input_chains(w.step, x, in_size, p_.step_batch.data(), p_.T, w.bias.data(),
+                          w.gates.data(), 0, p_.H);
+      }
+      step_loop(s, dir, 0, plan_.threads.parts, nullptr, nullptr, w, x, y);
+      return;
+    }
     if (plan_.threads.threading == Threading::SplitUnits) {
       // Each part packs the weights of its own units (the only ones its steps read).
       UnitBalance balance(p_.H, plan_.threads.units[0].end);

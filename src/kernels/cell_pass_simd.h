@@ -39,6 +39,7 @@
 
 #include "common/element_access.h"
 #include "kernels/cell_pass.h"
+#include "kernels/isa_target.h"
 
 #ifndef LSTMOP_CELL_TARGET
 #error "define LSTMOP_CELL_TARGET before including cell_pass_simd.h"
@@ -53,7 +54,7 @@ namespace cell_simd {
 // the callers never use one (sigmoid's exp(-x) is replaced by the limit 0
 // for x < -88; tanh's argument is -2|x| <= 0).
 template <class V>
-LSTMOP_CELL_TARGET inline typename V::reg exp_v(typename V::reg x) {
+LSTMOP_CELL_TARGET inline LSTMOP_ALWAYS_INLINE typename V::reg exp_v(typename V::reg x) {
   x = V::max(V::set1(-87.0f), x);
   const auto n = V::round_nearest(V::mul(x, V::set1(1.44269504088896341f)));
   // ln 2 = 0.693359375 - 2.12194440e-4: n * 0.693359375 is exact for |n| < 2^15.
@@ -72,7 +73,7 @@ LSTMOP_CELL_TARGET inline typename V::reg exp_v(typename V::reg x) {
 }
 
 template <class V>
-LSTMOP_CELL_TARGET inline typename V::reg sigmoid_v(typename V::reg x) {
+LSTMOP_CELL_TARGET inline LSTMOP_ALWAYS_INLINE typename V::reg sigmoid_v(typename V::reg x) {
   const auto one = V::set1(1.0f);
   const auto e = exp_v<V>(V::sub(V::set1(0.0f), x));
   const auto s = V::div(one, V::add(one, e));
@@ -81,7 +82,7 @@ LSTMOP_CELL_TARGET inline typename V::reg sigmoid_v(typename V::reg x) {
 }
 
 template <class V>
-LSTMOP_CELL_TARGET inline typename V::reg tanh_v(typename V::reg x) {
+LSTMOP_CELL_TARGET inline LSTMOP_ALWAYS_INLINE typename V::reg tanh_v(typename V::reg x) {
   const auto ax = V::abs(x);
   const auto one = V::set1(1.0f);
   const auto e = exp_v<V>(V::mul(ax, V::set1(-2.0f)));

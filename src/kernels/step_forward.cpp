@@ -37,34 +37,53 @@ void ForwardStepWeights::allocate(WorkspaceArena& arena, kernels::Isa isa, int64
 
 void ForwardStepWeights::pack_units(const float* w_ih, int64_t ld_ih, const float* w_hh,
                                     int64_t ld_hh, int64_t u_begin, int64_t u_end) {
-  const int64_t W = width_, K = k_input_ + k_hidden_, row = 4 * W;
+  const int64_t W = width_, row = 4 * W;
   const int64_t g_end = (std::min(u_end, H_) + W - 1) / W;
-  float* out = packed_.data();
   for (int64_t g = u_begin / W; g < g_end; ++g) {
     const int64_t units = std::min<int64_t>(W, H_ - g * W);
+    // Group g's k_input rows of w_ih columns and its k_hidden rows of w_hh
+    // columns: adjacent (interleaved) or in the split layout's two parts.
+    const int64_t input_at = split_ ? input_offset(g) : g * (k_input_ + k_hidden_) * row;
+    float* input_rows = packed_.data() + input_at;
+    float* hidden_rows = split_ ? packed_.data() + hidden_offset(g) : input_rows + k_input_ * row;
     for (int64_t q = 0; q < 4; ++q) {
-      // Gate q of group g: lanes [q * W, (q + 1) * W) of each of the group's
-      // K rows hold column k of w_ih (k < k_input), then of w_hh, for the
-      // group's units (rows q*H + g*W + lane); zeros past H.
-      float* lanes = out + g * K * row + q * W;
+      // Gate q: lanes [q * W, (q + 1) * W) of each row hold column k of the
+      // matrix for the group's units (rows q*H + g*W + lane); zeros past H.
       const int64_t first_row = q * H_ + g * W;
       if (isa_ == kernels::Isa::Avx512) {
-        pack_panel_rows_avx512(w_ih, ld_ih, first_row, units, k_input_, row, lanes);
+        pack_panel_rows_avx512(w_ih, ld_ih, first_row, units, k_input_, row, input_rows + q * W);
         pack_panel_rows_avx512(w_hh, ld_hh, first_row, units, k_hidden_, row,
-                               lanes + k_input_ * row);
+                               hidden_rows + q * W);
         continue;
       }
-      for (int64_t k = 0; k < K; ++k) {
-        const bool input_part = k < k_input_;
-        const float* w = input_part ? w_ih + first_row * ld_ih + k
-                                    : w_hh + first_row * ld_hh + (k - k_input_);
-        const int64_t ld = input_part ? ld_ih : ld_hh;
-        float* dst = lanes + k * row;
-        for (int64_t lane = 0; lane < units; ++lane) dst[lane] = w[lane * ld];
-        for (int64_t lane = units; lane < W; ++lane) dst[lane] = 0.0f;
-      }
+      const auto pack = [&](const float* m, int64_t ld, int64_t columns, float* lanes) {
+        for (int64_t k = 0; k < columns; ++k) {
+          const float* src = m + first_row * ld + k;
+          float* dst = lanes + k * row;
+          for (int64_t lane = 0; lane < units; ++lane) dst[lane] = src[lane * ld];
+          for (int64_t lane = units; lane < W; ++lane) dst[lane] = 0.0f;
+        }
+      };
+      pack(w_ih, ld_ih, k_input_, input_rows + q * W);
+      pack(w_hh, ld_hh, k_hidden_, hidden_rows + q * W);
     }
   }
+}
+
+void step_input_chains(const ForwardStepWeights& w, const float* x, int64_t ld_x,
+                       const int64_t* step_rows, int64_t steps, const float* bias, float* gx,
+                       int64_t u_begin, int64_t u_end) {
+  if (u_begin >= u_end) return;
+  switch (w.isa()) {
+    case kernels::Isa::Avx512:
+      step_input_chains_avx512(w, x, ld_x, step_rows, steps, bias, gx, u_begin, u_end);
+      return;
+    case kernels::Isa::Avx2:
+      step_input_chains_avx2(w, x, ld_x, step_rows, steps, bias, gx, u_begin, u_end);
+      return;
+    case kernels::Isa::Scalar: break;
+  }
+  step_input_chains_generic(w, x, ld_x, step_rows, steps, bias, gx, u_begin, u_end);
 }
 
 template <class Storage>

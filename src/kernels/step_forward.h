@@ -14,6 +14,12 @@
 //     acc = bias   then  fma over x[r, k], k = 0..K0-1 (w_ih), then over
 //     h_prev[r, k], k = 0..K1-1 (w_hh)
 //     a = acc
+//   chained form (gx given, gx_chained): the concatenated form in two
+//   parts, its chains over the input computed for every step before the time
+//   loop (step_input_chains: acc = bias, fma over x[r, k], stored in gx), the
+//   step continuing them over h from w_hh's packed rows alone:
+//     acc = gx[r]  then  fma over h_prev[r, k], k = 0..K1-1;  a = acc
+//   the same operations in the same order as the concatenated form: its bits.
 //   i, f, o = sigmoid(a_i, a_f, a_o); j = tanh(a_g)
 //   c_state[r, u] = f * c_state[r, u] + i * j;  m = o * tanh(c_state[r, u])
 //   h = m, rounded to Storage when that is float16 or bfloat16 (the 16-bit rule:
@@ -34,8 +40,9 @@
 // followed by cell_pass_forward. The generic body computes the same chains
 // with the generic cell arithmetic (std::exp / std::tanh; other bits).
 //
-// Which form a call uses is the plan's choice, fixed by the problem's sizes
-// (lstm_plan.h), so results never depend on the thread count.
+// Which form a call uses is the plan's choice (lstm_plan.h): the projection
+// form by the problem's sizes alone, the concatenated and chained forms (the
+// same bits) also by the threads; results never depend on the thread count.
 #pragma once
 
 #include <xmmintrin.h>
@@ -56,6 +63,9 @@ namespace detail {
 // the generic body) K0 + K1 rows (the w_ih columns, then the w_hh ones) of 4W
 // floats: gate q's W lanes at [q W, (q + 1) W), so the four vectors a k step
 // loads are adjacent (one stream for the prefetchers); lanes past H are zero.
+// The chained form's split layout holds the same rows in two parts: every
+// group's K0 input rows (input_part), then every group's K1 hidden rows
+// (hidden_part), so that a step reads w_hh's rows alone, contiguous.
 class ForwardStepWeights {
  public:
   // Declares the packed buffer in the call's arena (before it commits), for
@@ -72,7 +82,11 @@ class ForwardStepWeights {
   // thread), then pack_units for each part's units [u_begin, u_end) (u_begin
   // a multiple of 16, so of every body's width): the groups a step over those
   // units reads, and no other (threads may pack disjoint ranges at once).
-  void set_k_input(int64_t k_input) { k_input_ = k_input; }
+  // split: the chained form's layout (input_part, hidden_part).
+  void set_k_input(int64_t k_input, bool split = false) {
+    k_input_ = k_input;
+    split_ = split;
+  }
   void pack_units(const float* w_ih, int64_t ld_ih, const float* w_hh, int64_t ld_hh,
                   int64_t u_begin, int64_t u_end);
 
@@ -81,11 +95,24 @@ class ForwardStepWeights {
   int64_t k_input() const { return k_input_; }
   int64_t k_hidden() const { return k_hidden_; }
   int64_t unit_width() const { return width_; }
+  bool split() const { return split_; }
+  // The interleaved layout (not split): group g's K0 + K1 rows at
+  // data() + g (K0 + K1) 4W.
   const float* data() const { return packed_.data(); }
+  // The split layout: group g's K0 input rows, and its K1 hidden rows.
+  const float* input_part(int64_t g) const { return packed_.data() + input_offset(g); }
+  const float* hidden_part(int64_t g) const { return packed_.data() + hidden_offset(g); }
 
  private:
+  int64_t input_offset(int64_t g) const { return g * k_input_ * 4 * width_; }
+  int64_t hidden_offset(int64_t g) const {
+    const int64_t groups = (H_ + width_ - 1) / width_;
+    return (groups * k_input_ + g * k_hidden_) * 4 * width_;
+  }
+
   kernels::Isa isa_ = kernels::Isa::Scalar;
   int64_t H_ = 0, k_input_ = 0, k_hidden_ = 0, width_ = 16;
+  bool split_ = false;
   Workspace<float> packed_;
 };
 
@@ -134,7 +161,11 @@ struct ForwardStepArgs {
   int64_t ld_x = 0;
   const float* h_prev = nullptr;   // (rows, K1) row stride ld_h
   int64_t ld_h = 0;
-  const float* gx = nullptr;       // (rows, 4H) row stride 4H: projection form
+  // (rows, 4H) row stride 4H: the projection form's x w_ih^T, or with
+  // gx_chained the chained form's chains over the input (bias included; the
+  // weights packed in the split layout).
+  const float* gx = nullptr;
+  bool gx_chained = false;
   const float* bias = nullptr;     // (4H)
   float* c_state = nullptr;        // (rows, H) row stride H, updated in place
   float* h_out = nullptr;          // (rows, .) row stride ld_out
@@ -144,6 +175,17 @@ struct ForwardStepArgs {
   // streaming (non-temporal) stores, fenced before the step returns.
   bool stream_saved = false;
 };
+
+// The chained form's input part, before a layer's time loop: for each of
+// `steps` steps, rows step_rows[t] of x (row stride ld_x) after the rows of
+// the steps before it (the layer's compact rows; step_rows never grows),
+// gx (those rows, 4H) of units [u_begin, u_end) = the chains over the input
+// the concatenated form's tiles would run in that step (its order: its
+// bits). Unit groups outside, the rows inside. w packed in the split layout
+// with the layer's k_input.
+void step_input_chains(const ForwardStepWeights& w, const float* x, int64_t ld_x,
+                       const int64_t* step_rows, int64_t steps, const float* bias, float* gx,
+                       int64_t u_begin, int64_t u_end);
 
 // One step (see the top of this file) with the body w.isa(). Storage: float,
 // Half or BFloat16; saved may be null.

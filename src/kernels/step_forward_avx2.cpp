@@ -23,6 +23,12 @@ void step_forward_avx2(const ForwardStepWeights& w, const ForwardStepArgs& args,
   step_simd::step<Avx2, Storage>(w, args, saved);
 }
 
+void step_input_chains_avx2(const ForwardStepWeights& w, const float* x, int64_t ld_x,
+                             const int64_t* step_rows, int64_t steps, const float* bias,
+                             float* gx, int64_t u_begin, int64_t u_end) {
+  step_simd::input_chains<Avx2>(w, x, ld_x, step_rows, steps, bias, gx, u_begin, u_end);
+}
+
 template void step_forward_avx2<float>(const ForwardStepWeights&, const ForwardStepArgs&,
                                         const StepSaved<float>*);
 template void step_forward_avx2<Half>(const ForwardStepWeights&, const ForwardStepArgs&,

@@ -26,6 +26,12 @@ void step_forward_avx512(const ForwardStepWeights& w, const ForwardStepArgs& arg
   step_simd::step<Avx512, Storage>(w, args, saved);
 }
 
+void step_input_chains_avx512(const ForwardStepWeights& w, const float* x, int64_t ld_x,
+                             const int64_t* step_rows, int64_t steps, const float* bias,
+                             float* gx, int64_t u_begin, int64_t u_end) {
+  step_simd::input_chains<Avx512>(w, x, ld_x, step_rows, steps, bias, gx, u_begin, u_end);
+}
+
 // Blocks of 16 columns of the group's rows loaded as rows (contiguous reads;
 // rows past `units` zero), transposed in registers and stored as 16 panel rows.
 LSTMOP_TARGET_AVX512 void pack_panel_rows_avx512(const float* w, int64_t ld, int64_t first_row,

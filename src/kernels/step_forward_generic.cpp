@@ -21,18 +21,25 @@ void step_forward_generic(const ForwardStepWeights& w, const ForwardStepArgs& s,
   constexpr int64_t W = kStepWidthGeneric;
   const int64_t H = w.hidden(), K0 = w.k_input(), K1 = w.k_hidden();
   constexpr int64_t kRow = 4 * W;  // one k: the four gates' W lanes
+  const bool chained = s.gx_chained;
   for (int64_t r = 0; r < s.rows; ++r) {
     for (int64_t u = s.u_begin; u < s.u_end; ++u) {
-      const float* block = w.data() + (u / W) * (K0 + K1) * kRow + u % W;
+      // The input's rows (none in the projection forms) and h's rows of the
+      // unit's group: interleaved, or the chained form's hidden part.
+      const float* block = chained ? w.hidden_part(u / W) + u % W
+                                   : w.data() + (u / W) * (K0 + K1) * kRow + u % W;
+      const float* hidden = chained ? block : block + K0 * kRow;
       float a[4];
       for (int q = 0; q < 4; ++q) {
         const float* p = block + q * W;
         float acc = s.gx != nullptr ? s.gx[r * 4 * H + q * H + u] : s.bias[q * H + u];
-        for (int64_t k = 0; k < K0; ++k) acc = std::fma(s.x[r * s.ld_x + k], p[k * kRow], acc);
-        for (int64_t k = 0; k < K1; ++k) {
-          acc = std::fma(s.h_prev[r * s.ld_h + k], p[(K0 + k) * kRow], acc);
+        if (!chained) {
+          for (int64_t k = 0; k < K0; ++k) acc = std::fma(s.x[r * s.ld_x + k], p[k * kRow], acc);
         }
-        a[q] = s.gx != nullptr ? acc + s.bias[q * H + u] : acc;
+        for (int64_t k = 0; k < K1; ++k) {
+          acc = std::fma(s.h_prev[r * s.ld_h + k], hidden[q * W + k * kRow], acc);
+        }
+        a[q] = s.gx != nullptr && !chained ? acc + s.bias[q * H + u] : acc;
       }
       const float gi = sigmoid(a[0]);
       const float gf = sigmoid(a[1]);
@@ -55,6 +62,27 @@ void step_forward_generic(const ForwardStepWeights& w, const ForwardStepArgs& s,
         saved->c[e] = StoreAs<Storage>::from(cn);
         saved->tanhc[e] = StoreAs<Storage>::from(tc);
         if (saved->h != nullptr) saved->h[e] = StoreAs<Storage>::from(hn);
+      }
+    }
+  }
+}
+
+void step_input_chains_generic(const ForwardStepWeights& w, const float* x, int64_t ld_x,
+                               const int64_t* step_rows, int64_t steps, const float* bias,
+                               float* gx, int64_t u_begin, int64_t u_end) {
+  constexpr int64_t W = kStepWidthGeneric;
+  constexpr int64_t kRow = 4 * W;
+  const int64_t H = w.hidden(), K0 = w.k_input();
+  int64_t rows = 0;
+  for (int64_t t = 0; t < steps; ++t) rows += step_rows[t] > 0 ? step_rows[t] : 0;
+  for (int64_t r = 0; r < rows; ++r) {
+    for (int64_t u = u_begin; u < u_end; ++u) {
+      const float* block = w.input_part(u / W) + u % W;
+      for (int q = 0; q < 4; ++q) {
+        const float* p = block + q * W;
+        float acc = bias[q * H + u];
+        for (int64_t k = 0; k < K0; ++k) acc = std::fma(x[r * ld_x + k], p[k * kRow], acc);
+        gx[r * 4 * H + q * H + u] = acc;
       }
     }
   }

@@ -28,5 +28,16 @@ template <class Storage>
 void step_forward_avx512(const ForwardStepWeights& w, const ForwardStepArgs& args,
                          const StepSaved<Storage>* saved);
 
+// step_input_chains' bodies.
+void step_input_chains_generic(const ForwardStepWeights& w, const float* x, int64_t ld_x,
+                               const int64_t* step_rows, int64_t steps, const float* bias,
+                               float* gx, int64_t u_begin, int64_t u_end);
+void step_input_chains_avx2(const ForwardStepWeights& w, const float* x, int64_t ld_x,
+                            const int64_t* step_rows, int64_t steps, const float* bias,
+                            float* gx, int64_t u_begin, int64_t u_end);
+void step_input_chains_avx512(const ForwardStepWeights& w, const float* x, int64_t ld_x,
+                              const int64_t* step_rows, int64_t steps, const float* bias,
+                              float* gx, int64_t u_begin, int64_t u_end);
+
 }  // namespace detail
 }  // namespace lstmop

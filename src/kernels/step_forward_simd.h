@@ -134,68 +134,232 @@ LSTMOP_CELL_TARGET inline void chain(typename V::reg (&acc)[R][4], int64_t K, co
   }
 }
 
+// The cell of one row's pre-activations a (i, f, g, o) for units
+// [u, u + count): c, h and the saved tensors (step_forward.h).
+template <class V, class Storage>
+LSTMOP_CELL_TARGET inline LSTMOP_ALWAYS_INLINE void cell_row(
+    const typename V::reg (&a)[4], const ForwardStepArgs& s, const StepSaved<Storage>* saved,
+    int64_t H, int64_t row, int64_t u, const typename V::Tail& m, int64_t count) {
+  float* c = s.c_state + row * H + u;
+  const auto gi = cell_simd::sigmoid_v<V>(a[0]);
+  const auto gf = cell_simd::sigmoid_v<V>(a[1]);
+  const auto gj = cell_simd::tanh_v<V>(a[2]);
+  const auto go = cell_simd::sigmoid_v<V>(a[3]);
+  const auto cn = V::add(V::mul(gf, load_lanes<V>(m, count, c)), V::mul(gi, gj));
+  const auto tc = cell_simd::tanh_v<V>(cn);
+  const auto hn = as_stored<V, Storage>(V::mul(go, tc));
+  store_as<V, float>(c, m, count, cn);
+  store_as<V, float>(s.h_out + row * s.ld_out + u, m, count, hn);
+  if (s.h_next != nullptr) store_as<V, float>(s.h_next + row * H + u, m, count, hn);
+  if (saved != nullptr) {
+    const int64_t e = row * H + u;
+    const bool stream = s.stream_saved;
+    store_saved<V, Storage>(saved->i + e, m, count, gi, stream);
+    store_saved<V, Storage>(saved->j + e, m, count, gj, stream);
+    store_saved<V, Storage>(saved->f + e, m, count, gf, stream);
+    store_saved<V, Storage>(saved->o + e, m, count, go, stream);
+    store_saved<V, Storage>(saved->c + e, m, count, cn, stream);
+    store_saved<V, Storage>(saved->tanhc + e, m, count, tc, stream);
+    if (saved->h != nullptr) store_saved<V, Storage>(saved->h + e, m, count, hn, stream);
+  }
+}
+
 // R rows of one unit group: units [u, u + count), count <= kLanes.
-template <class V, int R, class Storage>
+// kChained: the chained form (its own instantiation; the other forms' code
+// is the one below the else).
+template <class V, int R, class Storage, bool kChained>
 LSTMOP_CELL_TARGET void tile(const ForwardStepWeights& w, const ForwardStepArgs& s,
                              const StepSaved<Storage>* saved, int64_t r0, int64_t u,
                              int64_t count, NextBlock pf) {
   constexpr int64_t W = V::kLanes;
   const int64_t H = w.hidden(), K0 = w.k_input(), K1 = w.k_hidden();
-  const float* block = w.data() + (u / W) * (K0 + K1) * 4 * W;
   const typename V::Tail m = V::tail(count);
   typename V::reg acc[R][4];
+  if constexpr (kChained) {
+    const float* gx = s.gx + r0 * 4 * H + u;
 #pragma GCC unroll 8
-  for (int r = 0; r < R; ++r) {
+    for (int r = 0; r < R; ++r) {
 #pragma GCC unroll 4
-    for (int q = 0; q < 4; ++q) {
-      acc[r][q] = s.gx != nullptr ? load_lanes<V>(m, count, s.gx + (r0 + r) * 4 * H + q * H + u)
-                                  : load_lanes<V>(m, count, s.bias + q * H + u);
+      for (int q = 0; q < 4; ++q) acc[r][q] = load_lanes<V>(m, count, gx + r * 4 * H + q * H);
     }
+    chain<V, R>(acc, K1, s.h_prev + r0 * s.ld_h, s.ld_h, w.hidden_part(u / W), pf);
+  } else {
+    const float* block = w.data() + (u / W) * (K0 + K1) * 4 * W;
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r) {
+#pragma GCC unroll 4
+      for (int q = 0; q < 4; ++q) {
+        acc[r][q] = s.gx != nullptr
+                        ? load_lanes<V>(m, count, s.gx + (r0 + r) * 4 * H + q * H + u)
+                        : load_lanes<V>(m, count, s.bias + q * H + u);
+      }
+    }
+    if (K0 > 0) chain<V, R>(acc, K0, s.x + r0 * s.ld_x, s.ld_x, block, pf);
+    chain<V, R>(acc, K1, s.h_prev + r0 * s.ld_h, s.ld_h, block + K0 * 4 * W, pf);
   }
-  if (K0 > 0) chain<V, R>(acc, K0, s.x + r0 * s.ld_x, s.ld_x, block, pf);
-  chain<V, R>(acc, K1, s.h_prev + r0 * s.ld_h, s.ld_h, block + K0 * 4 * W, pf);
   for (int r = 0; r < R; ++r) {
     typename V::reg a[4];
 #pragma GCC unroll 4
     for (int q = 0; q < 4; ++q) {
-      a[q] = s.gx != nullptr ? V::add(acc[r][q], load_lanes<V>(m, count, s.bias + q * H + u))
-                             : acc[r][q];
+      a[q] = !kChained && s.gx != nullptr
+                 ? V::add(acc[r][q], load_lanes<V>(m, count, s.bias + q * H + u))
+                 : acc[r][q];
     }
-    const int64_t row = r0 + r;
-    float* c = s.c_state + row * H + u;
-    const auto gi = cell_simd::sigmoid_v<V>(a[0]);
-    const auto gf = cell_simd::sigmoid_v<V>(a[1]);
-    const auto gj = cell_simd::tanh_v<V>(a[2]);
-    const auto go = cell_simd::sigmoid_v<V>(a[3]);
-    const auto cn = V::add(V::mul(gf, load_lanes<V>(m, count, c)), V::mul(gi, gj));
-    const auto tc = cell_simd::tanh_v<V>(cn);
-    const auto hn = as_stored<V, Storage>(V::mul(go, tc));
-    store_as<V, float>(c, m, count, cn);
-    store_as<V, float>(s.h_out + row * s.ld_out + u, m, count, hn);
-    if (s.h_next != nullptr) store_as<V, float>(s.h_next + row * H + u, m, count, hn);
-    if (saved != nullptr) {
-      const int64_t e = row * H + u;
-      const bool stream = s.stream_saved;
-      store_saved<V, Storage>(saved->i + e, m, count, gi, stream);
-      store_saved<V, Storage>(saved->j + e, m, count, gj, stream);
-      store_saved<V, Storage>(saved->f + e, m, count, gf, stream);
-      store_saved<V, Storage>(saved->o + e, m, count, go, stream);
-      store_saved<V, Storage>(saved->c + e, m, count, cn, stream);
-      store_saved<V, Storage>(saved->tanhc + e, m, count, tc, stream);
-      if (saved->h != nullptr) store_saved<V, Storage>(saved->h + e, m, count, hn, stream);
-    }
+    cell_row<V, Storage>(a, s, saved, H, r0 + r, u, m, count);
   }
 }
 
-template <class V, int R, class Storage>
+template <class V, int R, class Storage, bool kChained>
 LSTMOP_CELL_TARGET void tile_rows(int rows, const ForwardStepWeights& w, const ForwardStepArgs& s,
                                   const StepSaved<Storage>* saved, int64_t r0, int64_t u,
                                   int64_t count, NextBlock pf) {
   if constexpr (R >= 1) {
     if (rows == R) {
-      tile<V, R, Storage>(w, s, saved, r0, u, count, pf);
+      tile<V, R, Storage, kChained>(w, s, saved, r0, u, count, pf);
     } else {
-      tile_rows<V, R - 1, Storage>(rows, w, s, saved, r0, u, count, pf);
+      tile_rows<V, R - 1, Storage, kChained>(rows, w, s, saved, r0, u, count, pf);
+    }
+  }
+}
+
+// The chained form's tiles of kMinPairRows to kMaxPairRows rows (AVX-512):
+// two gates at a time, i and f then g and o, 2R accumulators, so that each
+// vector of w_hh's packed rows feeds R FMAs (the four-gate tile's R is at
+// most kMaxRows: a batch of 8 ran as two tiles of 4 rows, 4 loads a k for
+// 16 FMAs, more than this core's L2 delivers while w_hh streams from L3).
+// Each element's chain is the four-gate tile's (the same bits).
+constexpr int kMinPairRows = 7;
+constexpr int kMaxPairRows = 12;
+
+// acc[r][j] = fma(a[r, kk], block[kk][q0 + j], acc[r][j]) for kk < K.
+template <class V, int R>
+LSTMOP_CELL_TARGET inline void pair_chain(typename V::reg (&acc)[R][2], int64_t K, const float* a,
+                                          int64_t lda, const float* block, NextBlock& pf) {
+  constexpr int64_t W = V::kLanes;
+  for (int64_t kk = 0; kk < K; ++kk) {
+    pf.fetch();
+    const auto b0 = V::loadu(block + kk * 4 * W), b1 = V::loadu(block + kk * 4 * W + W);
+#pragma GCC unroll 12
+    for (int r = 0; r < R; ++r) {
+      const auto av = V::set1(a[r * lda + kk]);
+      acc[r][0] = V::fmadd(av, b0, acc[r][0]);
+      acc[r][1] = V::fmadd(av, b1, acc[r][1]);
+    }
+  }
+}
+
+template <class V, int R, class Storage>
+LSTMOP_CELL_TARGET void pair_tile(const ForwardStepWeights& w, const ForwardStepArgs& s,
+                                  const StepSaved<Storage>* saved, int64_t r0, int64_t u,
+                                  int64_t count, NextBlock pf) {
+  constexpr int64_t W = V::kLanes;
+  const int64_t H = w.hidden(), K1 = w.k_hidden();
+  const typename V::Tail m = V::tail(count);
+  const float* gx = s.gx + r0 * 4 * H + u;
+  const float* h = s.h_prev + r0 * s.ld_h;
+  const float* block = w.hidden_part(u / W);
+  alignas(64) float first[R][2][W];  // a_i, a_f of the first pass
+  typename V::reg acc[R][2];
+  for (int pass = 0; pass < 2; ++pass) {
+#pragma GCC unroll 12
+    for (int r = 0; r < R; ++r) {
+      acc[r][0] = load_lanes<V>(m, count, gx + r * 4 * H + (2 * pass) * H);
+      acc[r][1] = load_lanes<V>(m, count, gx + r * 4 * H + (2 * pass + 1) * H);
+    }
+    pair_chain<V, R>(acc, K1, h, s.ld_h, block + 2 * pass * W, pf);
+    if (pass == 0) {
+#pragma GCC unroll 12
+      for (int r = 0; r < R; ++r) {
+        V::storeu(first[r][0], acc[r][0]);
+        V::storeu(first[r][1], acc[r][1]);
+      }
+    }
+  }
+  for (int r = 0; r < R; ++r) {
+    const typename V::reg a[4] = {V::loadu(first[r][0]), V::loadu(first[r][1]), acc[r][0],
+                                  acc[r][1]};
+    cell_row<V, Storage>(a, s, saved, H, r0 + r, u, m, count);
+  }
+}
+
+template <class V, int R, class Storage>
+LSTMOP_CELL_TARGET void pair_tile_rows(int rows, const ForwardStepWeights& w,
+                                       const ForwardStepArgs& s, const StepSaved<Storage>* saved,
+                                       int64_t r0, int64_t u, int64_t count, NextBlock pf) {
+  if constexpr (R >= kMinPairRows) {
+    if (rows == R) {
+      pair_tile<V, R, Storage>(w, s, saved, r0, u, count, pf);
+    } else {
+      pair_tile_rows<V, R - 1, Storage>(rows, w, s, saved, r0, u, count, pf);
+    }
+  }
+}
+
+// A step's balanced row blocks of at most kMaxRows<V> rows: `blocks` of
+// them, the first `longer` one row longer than `base` (the same blocks in
+// every form, hence step_input_chains' bits).
+struct RowBlocks {
+  int64_t blocks, base, longer;
+  int rows(int64_t b) const { return static_cast<int>(base + (b < longer ? 1 : 0)); }
+};
+template <class V>
+inline RowBlocks row_blocks(int64_t rows) {
+  const int64_t blocks = (rows + kMaxRows<V> - 1) / kMaxRows<V>;
+  return RowBlocks{blocks, rows / blocks, rows % blocks};
+}
+
+template <class V, class Storage, bool kChained>
+LSTMOP_CELL_TARGET void step_groups(const ForwardStepWeights& w, const ForwardStepArgs& s,
+                                    const StepSaved<Storage>* saved) {
+  constexpr int64_t W = V::kLanes;
+  constexpr int64_t kRows = kMaxRows<V>;
+  const RowBlocks rb = row_blocks<V>(s.rows);
+  // The packed rows a step reads per group: the input's and h's
+  // (interleaved), or the chained form's h rows alone.
+  const int64_t K = kChained ? w.k_hidden() : w.k_input() + w.k_hidden();
+  const auto block_of = [&](int64_t g) {
+    if constexpr (kChained) {
+      return w.hidden_part(g);
+    } else {
+      return w.data() + g * K * 4 * W;
+    }
+  };
+  const int64_t block_bytes = K * 4 * W * static_cast<int64_t>(sizeof(float));
+  const int64_t total_bytes = (s.u_end - s.u_begin + W - 1) / W * block_bytes;
+  const float* first = block_of(s.u_begin / W);
+  if constexpr (kChained && W == 16) {
+    // Balanced blocks of up to kMaxPairRows rows: pair tiles from
+    // kMinPairRows rows, four-gate tiles below (no AVX2 pairs here: their
+    // rows' order never matters).
+    const int64_t blocks = (s.rows + kMaxPairRows - 1) / kMaxPairRows;
+    const RowBlocks pb{blocks, s.rows / blocks, s.rows % blocks};
+    if (pb.base >= kMinPairRows) {
+      for (int64_t u = s.u_begin; u < s.u_end; u += W) {
+        const int64_t count = s.u_end - u < W ? s.u_end - u : W;
+        const float* next = u + W < s.u_end ? block_of((u + W) / W) : first;
+        int64_t r0 = 0;
+        for (int64_t b = 0; b < pb.blocks; ++b) {
+          const int rows = pb.rows(b);
+          // Two passes over the block's k: the share spread over both.
+          pair_tile_rows<V, kMaxPairRows, Storage>(
+              rows, w, s, saved, r0, u, count,
+              next_block_share(next, block_bytes, total_bytes, pb.blocks, b, 2 * K));
+          r0 += rows;
+        }
+      }
+      return;
+    }
+  }
+  for (int64_t u = s.u_begin; u < s.u_end; u += W) {
+    const int64_t count = s.u_end - u < W ? s.u_end - u : W;
+    const float* next = u + W < s.u_end ? block_of((u + W) / W) : first;
+    int64_t r0 = 0;
+    for (int64_t b = 0; b < rb.blocks; ++b) {
+      const int rows = rb.rows(b);
+      tile_rows<V, kRows, Storage, kChained>(
+          rows, w, s, saved, r0, u, count,
+          next_block_share(next, block_bytes, total_bytes, rb.blocks, b, K));
+      r0 += rows;
     }
   }
 }
@@ -203,30 +367,87 @@ LSTMOP_CELL_TARGET void tile_rows(int rows, const ForwardStepWeights& w, const F
 template <class V, class Storage>
 LSTMOP_CELL_TARGET void step(const ForwardStepWeights& w, const ForwardStepArgs& s,
                              const StepSaved<Storage>* saved) {
-  constexpr int64_t W = V::kLanes;
-  constexpr int64_t kRows = kMaxRows<V>;
   if (s.rows <= 0) return;
-  // Balanced row blocks of at most kRows rows: the first `longer` have one more.
-  const int64_t blocks = (s.rows + kRows - 1) / kRows;
-  const int64_t base = s.rows / blocks, longer = s.rows % blocks;
-  const int64_t K = w.k_input() + w.k_hidden();
-  const int64_t block_bytes = K * 4 * W * static_cast<int64_t>(sizeof(float));
-  const int64_t total_bytes = (s.u_end - s.u_begin + W - 1) / W * block_bytes;
-  const float* first = w.data() + (s.u_begin / W) * K * 4 * W;
-  for (int64_t u = s.u_begin; u < s.u_end; u += W) {
-    const int64_t count = s.u_end - u < W ? s.u_end - u : W;
-    const float* next = u + W < s.u_end ? w.data() + ((u + W) / W) * K * 4 * W : first;
-    int64_t r0 = 0;
-    for (int64_t b = 0; b < blocks; ++b) {
-      const int rows = static_cast<int>(base + (b < longer ? 1 : 0));
-      tile_rows<V, kRows, Storage>(rows, w, s, saved, r0, u, count,
-                                   next_block_share(next, block_bytes, total_bytes, blocks, b, K));
-      r0 += rows;
-    }
+  if (s.gx_chained) {
+    step_groups<V, Storage, true>(w, s, saved);
+  } else {
+    step_groups<V, Storage, false>(w, s, saved);
   }
   // Streaming stores are weakly ordered: fenced before the step's results
   // are handed to another thread (split mode's barrier, the backward).
   if (s.stream_saved && saved != nullptr) _mm_sfence();
+}
+
+// The chained form's input part of one R-row block: gx rows [r0, r0 + R) of
+// units [u, u + count) = bias, then the concatenated tile's chain over the
+// input's columns (chain<V, R>: its order), stored unfinished.
+template <class V, int R>
+LSTMOP_CELL_TARGET void input_tile(const ForwardStepWeights& w, const float* x, int64_t ld_x,
+                                   const float* bias, float* gx, int64_t r0, int64_t u,
+                                   int64_t count) {
+  constexpr int64_t W = V::kLanes;
+  const int64_t H = w.hidden();
+  const typename V::Tail m = V::tail(count);
+  typename V::reg acc[R][4];
+#pragma GCC unroll 8
+  for (int r = 0; r < R; ++r) {
+#pragma GCC unroll 4
+    for (int q = 0; q < 4; ++q) acc[r][q] = load_lanes<V>(m, count, bias + q * H + u);
+  }
+  NextBlock none;
+  chain<V, R>(acc, w.k_input(), x + r0 * ld_x, ld_x, w.input_part(u / W), none);
+#pragma GCC unroll 8
+  for (int r = 0; r < R; ++r) {
+#pragma GCC unroll 4
+    for (int q = 0; q < 4; ++q) {
+      store_as<V, float>(gx + (r0 + r) * 4 * H + q * H + u, m, count, acc[r][q]);
+    }
+  }
+}
+
+template <class V, int R>
+LSTMOP_CELL_TARGET void input_tile_rows(int rows, const ForwardStepWeights& w, const float* x,
+                                        int64_t ld_x, const float* bias, float* gx, int64_t r0,
+                                        int64_t u, int64_t count) {
+  if constexpr (R >= 1) {
+    if (rows == R) {
+      input_tile<V, R>(w, x, ld_x, bias, gx, r0, u, count);
+    } else {
+      input_tile_rows<V, R - 1>(rows, w, x, ld_x, bias, gx, r0, u, count);
+    }
+  }
+}
+
+// step_input_chains (step_forward.h): groups outside, the rows inside (a
+// group's packed input rows read from L2 by every row block). Every chain is
+// the concatenated tile's whatever its tile's rows (chain<V, R>: one k
+// order), but for AVX2's one-row tiles (even and odd k on two accumulators):
+// the rows of the steps of one row (the last steps of a layer, whose batches
+// never grow) run alone; the others in balanced blocks of up to kMaxRows<V>
+// over all of them (never one row: those are two or more).
+template <class V>
+LSTMOP_CELL_TARGET void input_chains(const ForwardStepWeights& w, const float* x, int64_t ld_x,
+                                     const int64_t* step_rows, int64_t steps, const float* bias,
+                                     float* gx, int64_t u_begin, int64_t u_end) {
+  constexpr int64_t W = V::kLanes;
+  constexpr bool kPairRows = W == 8;  // chain<V, 1>'s pairs
+  int64_t rows = 0, single = 0;
+  for (int64_t t = 0; t < steps; ++t) rows += step_rows[t] > 0 ? step_rows[t] : 0;
+  for (int64_t t = steps - 1; kPairRows && t >= 0 && step_rows[t] <= 1; --t) {
+    single += step_rows[t] > 0 ? 1 : 0;
+  }
+  const int64_t plain = rows - single;
+  const RowBlocks rb = plain > 0 ? row_blocks<V>(plain) : RowBlocks{0, 0, 0};
+  for (int64_t u = u_begin; u < u_end; u += W) {
+    const int64_t count = u_end - u < W ? u_end - u : W;
+    int64_t r0 = 0;
+    for (int64_t b = 0; b < rb.blocks; ++b) {
+      const int n = rb.rows(b);
+      input_tile_rows<V, kMaxRows<V>>(n, w, x, ld_x, bias, gx, r0, u, count);
+      r0 += n;
+    }
+    for (int64_t r = plain; r < rows; ++r) input_tile<V, 1>(w, x, ld_x, bias, gx, r, u, count);
+  }
 }
 
 }  // namespace step_simd

@@ -107,6 +107,14 @@ ForwardPlan plan_forward(const LstmProblem& p) {
   plan.single_step = single_step(p);
   plan.step_concatenated = p.B >= kConcatenatedMinBatch && !plan.single_step &&
                            (plan.bf16_products ? !plan.bf16_matmul_step : float_compute);
+  if (plan.step_concatenated && !plan.bf16_products &&
+      plan.threads.threading != Threading::SplitUnits && p.B <= kChainedMaxBatch) {
+    // The widest layer input the steps read: layer 0's, then D*R.
+    const int64_t widest = p.L > 1 ? max_in : p.I;
+    const double packed_bytes = 16.0 * static_cast<double>(p.H) * static_cast<double>(widest + p.R);
+    plan.step_chained = packed_bytes >= static_cast<double>(kChainedMinBytes);
+    plan.step_concatenated = !plan.step_chained;
+  }
   plan.step_isa = kernels::kernel_choice().step_forward;
   plan.stream_saved = p.train && p.dtype == DType::Float32 &&
                       7 * p.slots * p.T * p.B * p.H * 4 >= kStreamSavedMinBytes;

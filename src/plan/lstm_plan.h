@@ -85,12 +85,26 @@ struct ThreadPlan {
 // B = 8 0.93x; I = H = 256, T = 50: B = 1 2.2x; two threads in split mode
 // B = 2 1.00x, H = 512 B = 1 1.25x).
 //
-// The form is the same whatever the thread count (it changes the bits).
-// Measured and not taken for that reason: with packed weights over 1 MiB the
-// projection form is faster on one thread up to B = 12-16 (float32 H = 256
-// B = 8 1.22x, bfloat16 H = 256 B = 4 1.39x) and slower in split mode on two
-// (0.75x, 0.81x).
+// This choice is the same whatever the thread count (the projection form
+// sums in another order). With packed weights over 1 MiB the projection form
+// measured faster on one thread up to B = 12-16 (float32 H = 256 B = 8 1.22x,
+// bfloat16 H = 256 B = 4 1.39x) and slower in split mode on two (0.75x,
+// 0.81x): the chained form below takes that speed with the concatenated
+// form's bits.
 constexpr int64_t kConcatenatedMinBatch = 4;
+// float compute on float FMAs, where the concatenated form would run: from
+// packed weights (4H x (K + R) floats, K the widest layer input: I, and D*R
+// from two layers) of kChainedMinBytes, up to kChainedMaxBatch and where one
+// thread runs each direction's steps (not split mode), the chained form
+// (step_forward.h): the concatenated form's chains over the input for every
+// step before the time loop, each step reading only w_hh's packed rows (the
+// same bits, so the choice may follow the threads). L2 is 512 KiB (Zen 3) to
+// 2 MiB (Sapphire Rapids) a core. Zen 5, 1 thread, I = H, T = 50, inference,
+// against the concatenated form: H = 256 B = 4 1.50x, B = 8 1.25x, B = 12
+// 1.01-1.08x, B = 16 1.02-1.07x, B = 24 0.95x; H = 512 B = 8 1.20x, B = 12
+// 1.05x, B = 20 1.04x; H = 192 B = 8 1.56x; T = 5 B = 8 H = 256 1.22x.
+constexpr int64_t kChainedMinBytes = int64_t{1} << 20;
+constexpr int64_t kChainedMaxBatch = 16;
 
 // Training calls whose float32 saved tensors (i, j, f, o, c, tanhc, h of
 // every slot) reach this many bytes write them with streaming stores (the
@@ -105,6 +119,9 @@ struct ForwardPlan {
   // float compute: the fused step's form (concatenated, or projection form
   // after one input product per direction); the ISA of its body.
   bool step_concatenated = false;
+  // The chained form (kChainedMinBytes; step_concatenated false, gates the
+  // chains over the input).
+  bool step_chained = false;
   kernels::Isa step_isa = kernels::Isa::Scalar;
   // float compute without bfloat16 products, one time step (T == 1): no
   // fused step and no packing; gates = x w_ih^T + h0 w_hh^T as products on

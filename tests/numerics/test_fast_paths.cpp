@@ -19,11 +19,16 @@
 //   (steps growing in the reverse direction), split mode's unit halves;
 // - bfloat16's products on the bfloat16 dot-product units (AVX512-BF16) in
 //   split mode and with directions on two threads;
+// - the fused step's chained form (packed weights of kChainedMinBytes, below
+//   kChainedMaxBatch, one thread a direction): the concatenated form's bits,
+//   one thread (chained) against two (split mode, concatenated);
 // - the fused step's streaming stores of large float32 saved tensors.
 // float32 within accumulation_tolerance (lstm_test_support.h: forward depth
 // K*T*L, backward K*T*L*B), gradients included; bfloat16 within its L eps / 4
 // eps (expect_low_precision_near_reference).
+#include <algorithm>
 #include <cstdio>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -195,6 +200,72 @@ TEST(FastPaths, FusedStepFormsAgainstReference) {
       expect_near_reference(split, seed += 10);
     }
   }
+}
+
+// The chained form gives the concatenated form's bits: one thread (chained)
+// against two (split mode, concatenated), the 10 forward results (the saved
+// tensors the backward reads included), and against the reference (forward
+// and gradients); fixed and variable length (steps of 1 to B
+// rows: every row-block size of the tiles, AVX2's one-row pairs included),
+// two layers (layer 1 reads layer 0's output), projections, float16 (on
+// float FMAs, the input converted before the layer); smaller weights
+// and kChainedMaxBatch + 1 rows stay concatenated.
+TEST(FastPaths, ChainedFormGivesTheConcatenatedBits) {
+  using lstmop::detail::kChainedMaxBatch;
+  using lstmop::detail::kConcatenatedMinBatch;
+  uint64_t seed = 3550;
+  for (int64_t B : {kConcatenatedMinBatch, kChainedMaxBatch, kChainedMaxBatch + 1}) {
+    for (int variant = 0; variant < 4; ++variant) {
+      // Packed weights of 4H x (2H) floats = 1.4 MiB; T large enough for
+      // split mode on two threads.
+      LstmConfig c = float_config(8, B, 24, 216, 2, false);
+      if (variant == 1) {
+        c.packed = true;
+        for (int64_t b = 0; b < B; ++b) c.lengths.push_back(b == 0 ? 8 : 8 - b % 8);
+        std::sort(c.lengths.begin(), c.lengths.end(), std::greater<int64_t>());
+      }
+      if (variant == 2) {
+        c.H = 400;  // 4H x (I + P) floats with P = 300: 1.9 MiB
+        c.P = 300;
+        c.L = 1;
+      }
+      if (variant == 3) c.dtype = DType::Float16;  // on float FMAs: the same forms
+      SCOPED_TRACE(c.name());
+      const LstmProblem p = make_problem(c, seed += 10);
+      const bool chained = B <= kChainedMaxBatch;
+      ForwardResult one, two;
+      {
+        ThreadCount count(1);
+        const Plans plans = plans_of(c);
+        ASSERT_EQ(plans.forward.step_chained, chained);
+        ASSERT_EQ(plans.forward.step_concatenated, !plans.forward.step_chained);
+        one = run_forward(p);
+        if (c.dtype == DType::Float16) {
+          expect_low_precision_near_reference(p, seed + 1);
+        } else {
+          expect_near_reference(c, seed);
+        }
+      }
+      {
+        ThreadCount count(2);
+        const Plans plans = plans_of(c);
+        ASSERT_EQ(plans.forward.threads.threading, Threading::SplitUnits);
+        ASSERT_TRUE(plans.forward.step_concatenated);
+        ASSERT_FALSE(plans.forward.step_chained);
+        two = run_forward(p);
+      }
+      const NamedViews a = forward_outputs(one), b = forward_outputs(two);
+      ASSERT_EQ(a.size(), b.size());
+      for (std::size_t k = 0; k < a.size(); ++k) {
+        EXPECT_TRUE(bitwise_equal(a[k].second, b[k].second)) << a[k].first;
+      }
+    }
+  }
+  ThreadCount count(1);
+  // 4H x (I + H) floats = 0.8 MiB: concatenated.
+  const Plans small = plans_of(float_config(3, 8, 24, 216, 1, false));
+  EXPECT_TRUE(small.forward.step_concatenated);
+  EXPECT_FALSE(small.forward.step_chained);
 }
 
 // Training calls with float32 saved tensors of kStreamSavedMinBytes and more:
