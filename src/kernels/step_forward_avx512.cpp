@@ -34,6 +34,12 @@ void step_input_chains_avx512(const ForwardStepWeights& w, const float* x, int64
 
 // Blocks of 16 columns of the group's rows loaded as rows (contiguous reads;
 // rows past `units` zero), transposed in registers and stored as 16 panel rows.
+// Each row's line kPackAhead floats on is prefetched: the hardware's
+// prefetchers did not follow the 16 rows read side by side (Zen 5, runner,
+// T=5 B=8 I=H=512 inference, 8 MiB packed: 1.20-1.35x the whole call; 32 to
+// 96 floats ahead within noise of each other).
+constexpr int64_t kPackAhead = 64;
+
 LSTMOP_TARGET_AVX512 void pack_panel_rows_avx512(const float* w, int64_t ld, int64_t first_row,
                                                  int64_t units, int64_t count,
                                                  int64_t panel_ld, float* panel) {
@@ -43,8 +49,13 @@ LSTMOP_TARGET_AVX512 void pack_panel_rows_avx512(const float* w, int64_t ld, int
     const __mmask16 columns = static_cast<__mmask16>((1u << n) - 1u);
     __m512 r[16];
     for (int64_t lane = 0; lane < 16; ++lane) {
-      r[lane] = lane < units ? _mm512_maskz_loadu_ps(columns, base + lane * ld + k0)
-                             : _mm512_setzero_ps();
+      if (lane >= units) {
+        r[lane] = _mm512_setzero_ps();
+        continue;
+      }
+      // (a hint: no fault past the row's end)
+      _mm_prefetch(reinterpret_cast<const char*>(base + lane * ld + k0 + kPackAhead), _MM_HINT_T0);
+      r[lane] = _mm512_maskz_loadu_ps(columns, base + lane * ld + k0);
     }
     transpose16(r);
     for (int64_t j = 0; j < n; ++j) _mm512_storeu_ps(panel + (k0 + j) * panel_ld, r[j]);
