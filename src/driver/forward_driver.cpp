@@ -54,6 +54,7 @@
 #include "gemm/gemm.h"
 #include "kernels/cell_pass.h"
 #include "kernels/recurrent_product.h"
+#include "kernels/recurrent_rows.h"
 #include "kernels/step_forward.h"
 #include "kernels/recurrent_product_bf16.h"
 #include "kernels/step_forward_bf16.h"
@@ -190,7 +191,7 @@ class ForwardDriver {
         } else {
           w.bf16_step.allocate(arena_, p.H, max_in, p.H);
         }
-      } else if (kFloat && !plan_.single_step) {
+      } else if (kFloat && !plan_.unpacked_steps) {
         // Room for the widest layer input; each slot packs its own sizes.
         const bool input_rows = plan_.step_concatenated || plan_.step_chained;
         w.step.allocate(arena_, plan_.step_isa, p.H, input_rows ? max_in : 0, p.R);
@@ -727,6 +728,9 @@ class ForwardDriver {
   // A step's cell pass on its gates (rows, 4H) into h and the layer output
   // (row stride D*R), and with projections h = m * w_hr^T (m in
   // cell_output); the saved tensors of step t when training.
+  // 16-bit storage: h (or with projections m) as the call stores it, the
+  // value the next products multiply (the next step's, the next layer's,
+  // w_hr's): rounded after the pass.
   void cell_step(int64_t s, int64_t t, int64_t rows, Acc* gates, DirectionWorkspace<Acc>& w,
                  Acc* layer_out) const {
     const int64_t H = p_.H, DR = p_.D * p_.R;
@@ -734,6 +738,8 @@ class ForwardDriver {
     if (!p_.projections()) {
       cell_pass_forward<Acc, Storage>(rows, H, 0, H, gates, w.bias.data(), w.c_state.data(),
                                       w.h[0].data(), layer_out, DR, p_.train ? &saved : nullptr);
+      round_as_stored(rows, 0, H, w.h[0].data(), H);
+      round_as_stored(rows, 0, H, layer_out, DR);
       return;
     }
     StepSaved<Storage> cell_saved = saved;
@@ -741,33 +747,126 @@ class ForwardDriver {
     Acc* m = w.cell_output.data();  // m (rows, H) as the pass's h and output
     cell_pass_forward<Acc, Storage>(rows, H, 0, H, gates, w.bias.data(), w.c_state.data(), m, m,
                                     H, p_.train ? &cell_saved : nullptr);
+    round_as_stored(rows, 0, H, m, H);
     project_step(rows, w, w.h[0].data(), layer_out, saved.h);
   }
 
-  // float, one time step (ForwardPlan::single_step): gates = x_l * w_ih^T
-  // (project_half) + h0 * w_hh^T (without hx h0 is zero: no product), both on
-  // the weights as stored, then the cell pass (and with projections h = m *
-  // w_hr^T), as time_loop_double does for each step.
-  void single_step(int64_t s, int64_t dir, int64_t in_size, const Acc* x,
-                   DirectionWorkspace<Acc>& w, Acc* y) const {
-    if constexpr (kFloat) {
-      const int64_t G = 4 * p_.H, R = p_.R;
-      const ThreadPlan& tp = plan_.threads;
-      Acc* gates = w.gates.data();
-      // Both products per fixed row half (the same calls and bits whatever
-      // the thread count), the halves on two threads where there are.
-      run_tasks(2, tp.direction_threads > 1 ? 1 : tp.row_half_threads, [&](int64_t part) {
-        project_half(static_cast<int>(part), in_size, x, w);
-        const RowHalf half = tp.row_halves[part];
-        if (p_.has_hx && half.count > 0) {
-          gemm(Transpose::No, Transpose::Yes, half.count, G, R, 1.0f,
-               w.h[0].data() + half.first * R, R, w.w_hh_rows, w.ld_hh, 1.0f,
-               gates + half.first * G, G);
+  // Columns [begin, end) of v (rows, .) row stride ld <- their values
+  // rounded to Storage (16-bit storage; nothing for float and double).
+  static void round_as_stored(int64_t rows, int64_t begin, int64_t end, Acc* v, int64_t ld) {
+    if constexpr (kFloat && !std::is_same_v<Storage, float>) {
+      for (int64_t r = 0; r < rows; ++r) {
+        for (int64_t k = begin; k < end; ++k) {
+          Acc& e = v[r * ld + k];
+          e = static_cast<float>(StoreAs<Storage>::from(e));
         }
+      }
+    } else {
+      (void)rows, (void)begin, (void)end, (void)v, (void)ld;
+    }
+  }
+
+  // float, unpacked steps (ForwardPlan::unpacked_steps: one step, or a
+  // sequence of a few rows): gates = x_l * w_ih^T (project_half, per fixed
+  // row half), then per step + h * w_hh^T (without hx h0 is zero: no product
+  // at the first step), both on the weights as stored, and the cell pass
+  // (with projections h = m * w_hr^T), as time_loop_double does. Steps of up
+  // to kUnpackedRowsMax rows take recurrent_rows_product (each w_hh row read
+  // once for all rows) and, without projections, run in parts of the hidden
+  // units (on two threads in lockstep where there are; the same bits, as
+  // split mode); larger ones (T = 1 only) dnnl_sgemm per fixed row half.
+  void unpacked_steps(int64_t s, int64_t dir, int64_t in_size, const Acc* x,
+                      DirectionWorkspace<Acc>& w, Acc* y) {
+    if constexpr (kFloat) {
+      const ThreadPlan& tp = plan_.threads;
+      const int threads = tp.direction_threads > 1 ? 1 : tp.row_half_threads;
+      run_tasks(2, threads, [&](int64_t part) {
+        project_half(static_cast<int>(part), in_size, x, w);
       });
-      cell_step(s, 0, p_.step_batch[0], gates, w, y + dir * R);
+      if (p_.B > kUnpackedRowsMax || p_.projections()) {
+        whole_steps(s, dir, threads, w, y);
+        return;
+      }
+      // Two parts of the units (a multiple of 16 apart).
+      const int64_t split = std::min(p_.H, (p_.H / 2 + 15) / 16 * 16);
+      const UnitRange parts[2] = {{0, split}, {split, p_.H}};
+      if (threads == 2 && run_pair([&](int part) {
+            unit_steps(s, dir, parts + part, parts + part + 1, &barrier_, w, y);
+          })) {
+        return;
+      }
+      unit_steps(s, dir, parts, parts + 2, nullptr, w, y);
     } else {
       (void)s, (void)dir, (void)in_size, (void)x, (void)w, (void)y;
+    }
+  }
+
+  // Unpacked steps of a few rows without projections, for the unit parts
+  // [first, last) (one thread's, or both on one): step n reads h[n % 2] and
+  // writes h[(n + 1) % 2] (rows a step does not reach keep their value in
+  // both), every gate row of its units from recurrent_rows_product, then the
+  // cell pass over its units; with two threads the barrier orders a step's
+  // writes before the next step's reads.
+  void unit_steps(int64_t s, int64_t dir, const UnitRange* first, const UnitRange* last,
+                  PairBarrier* barrier, DirectionWorkspace<Acc>& w, Acc* y) const {
+    if constexpr (kFloat) {
+      const int64_t H = p_.H, G = 4 * H, R = p_.R, DR = p_.D * R;
+      for (int64_t n = 0; n < p_.T; ++n) {
+        const int64_t t = dir == 0 ? n : p_.T - 1 - n;
+        const int64_t rows = p_.step_batch[t], off = p_.step_offset[t];
+        Acc* gates = w.gates.data() + off * G;
+        const Acc* h_prev = w.h[n % 2].data();
+        Acc* h_next = w.h[(n + 1) % 2].data();
+        Acc* layer_out = y + off * DR + dir * R;
+        const StepSaved<Storage> saved = p_.train ? saved_at(s, t) : StepSaved<Storage>{};
+        for (const UnitRange* u = first; u != last; ++u) {
+          if (u->begin >= u->end) continue;
+          if (n > 0 || p_.has_hx) {
+            for (int64_t q = 0; q < 4; ++q) {
+              recurrent_rows_product(plan_.step_isa, rows, q * H + u->begin, q * H + u->end, R,
+                                     h_prev, R, w.w_hh_rows, w.ld_hh, gates, G);
+            }
+          }
+          cell_pass_forward<Acc, Storage>(rows, H, u->begin, u->end, gates, w.bias.data(),
+                                          w.c_state.data(), h_next, layer_out, DR,
+                                          p_.train ? &saved : nullptr);
+          round_as_stored(rows, u->begin, u->end, h_next, H);
+          round_as_stored(rows, u->begin, u->end, layer_out, DR);
+        }
+        if (barrier != nullptr) barrier->wait();
+      }
+    } else {
+      (void)s, (void)dir, (void)first, (void)last, (void)barrier, (void)w, (void)y;
+    }
+  }
+
+  // Unpacked steps, whole: every step's product (recurrent_rows_product for
+  // a few rows, else dnnl_sgemm per fixed row half, the halves on two
+  // threads where there are), then cell_step on h[0].
+  void whole_steps(int64_t s, int64_t dir, int threads, DirectionWorkspace<Acc>& w,
+                   Acc* y) const {
+    if constexpr (kFloat) {
+      const int64_t G = 4 * p_.H, R = p_.R, DR = p_.D * R;
+      for (int64_t n = 0; n < p_.T; ++n) {
+        const int64_t t = dir == 0 ? n : p_.T - 1 - n;
+        const int64_t rows = p_.step_batch[t], off = p_.step_offset[t];
+        Acc* gates = w.gates.data() + off * G;
+        if ((n > 0 || p_.has_hx) && rows <= kUnpackedRowsMax) {
+          recurrent_rows_product(plan_.step_isa, rows, 0, G, R, w.h[0].data(), R, w.w_hh_rows,
+                                 w.ld_hh, gates, G);
+        } else if (n > 0 || p_.has_hx) {
+          run_tasks(2, threads, [&](int64_t part) {
+            const RowHalf half = row_half(rows, static_cast<int>(part));
+            if (half.count == 0) return;
+            gemm(Transpose::No, Transpose::Yes, half.count, G, R, 1.0f,
+                 w.h[0].data() + half.first * R, R, w.w_hh_rows, w.ld_hh, 1.0f,
+                 gates + half.first * G, G);
+          });
+        }
+        cell_step(s, t, rows, gates, w, y + off * DR + dir * R);
+      }
+    } else {
+      (void)s, (void)dir, (void)threads, (void)w, (void)y;
     }
   }
 
@@ -777,8 +876,8 @@ class ForwardDriver {
   // after the other, when no second thread can be started).
   void run_float_direction(int64_t s, int64_t dir, int64_t in_size, const Acc* x,
                            DirectionWorkspace<Acc>& w, Acc* y) {
-    if (plan_.single_step) {
-      single_step(s, dir, in_size, x, w, y);
+    if (plan_.unpacked_steps) {
+      unpacked_steps(s, dir, in_size, x, w, y);
       return;
     }
     const bool concatenated = plan_.step_concatenated, chained = plan_.step_chained;

@@ -17,19 +17,29 @@ bool bf16_products(const LstmProblem& p);
 bool bf16_matmul_step(const LstmProblem& p);
 
 // One time step on float compute without bfloat16 products
-// (ForwardPlan::single_step, BackwardPlan::single_step).
+// (BackwardPlan::single_step; ForwardPlan::unpacked_steps' first case).
 bool single_step(const LstmProblem& p) {
   return p.T == 1 && p.dtype != DType::Float64 && !bf16_products(p);
+}
+
+// ForwardPlan::unpacked_steps: one step, or a few rows (kUnpackedMaxBatch)
+// without projections on a w_hh of kUnpackedMinBytes and more.
+bool unpacked_steps(const LstmProblem& p) {
+  if (p.dtype == DType::Float64 || bf16_products(p)) return false;
+  const double w_hh_bytes = 16.0 * static_cast<double>(p.H) * static_cast<double>(p.R);
+  return p.T == 1 || (p.B <= kUnpackedMaxBatch && !p.projections() &&
+                      w_hh_bytes >= static_cast<double>(kUnpackedMinBytes));
 }
 
 ThreadPlan plan_threads(const LstmProblem& p) {
   ThreadPlan t;
   const int threads = get_num_threads();
   const bool float_compute = p.dtype != DType::Float64;
-  // (A single step is never split: its row halves' products and weight
-  // gradients take the second thread instead.)
+  // (Unpacked steps are never split: their row halves' products, a few
+  // rows' unit parts and a single step's weight gradients take the second
+  // thread instead.)
   const bool can_split = threads >= 2 && float_compute && !bf16_matmul_step(p) &&
-                         !single_step(p) && worth_splitting(p);
+                         !unpacked_steps(p) && worth_splitting(p);
   if (threads >= 2 && p.D == 2 && !(can_split && BidirectionalThreads::split())) {
     t.threading = Threading::DirectionsInParallel;
   } else if (can_split) {
@@ -104,8 +114,8 @@ ForwardPlan plan_forward(const LstmProblem& p) {
   const bool float_compute = p.dtype != DType::Float64;
   plan.bf16_products = bf16_products(p);
   plan.bf16_matmul_step = bf16_matmul_step(p);
-  plan.single_step = single_step(p);
-  plan.step_concatenated = p.B >= kConcatenatedMinBatch && !plan.single_step &&
+  plan.unpacked_steps = unpacked_steps(p);
+  plan.step_concatenated = p.B >= kConcatenatedMinBatch && !plan.unpacked_steps &&
                            (plan.bf16_products ? !plan.bf16_matmul_step : float_compute);
   if (plan.step_concatenated && !plan.bf16_products &&
       plan.threads.threading != Threading::SplitUnits && p.B <= kChainedMaxBatch) {

@@ -92,6 +92,22 @@ struct ThreadPlan {
 // 0.81x): the chained form below takes that speed with the concatenated
 // form's bits.
 constexpr int64_t kConcatenatedMinBatch = 4;
+// Unpacked steps (ForwardPlan::unpacked_steps) of sequences longer than one
+// step: at most kUnpackedMaxBatch rows, w_hh (4H x R floats) of
+// kUnpackedMinBytes and more. Zen 5, runner, I = H, inference against the
+// fused step (1 thread; 2 threads wall, split mode before): B = 1 H = 512 T
+// = 10 1.46x (1.52x), T = 50 1.31x (1.33x); B = 1 H = 256 T = 100 1.44x
+// (1.63x); B = 2 H = 512 T = 10 1.26x; B = 2 H = 256 T = 50 1.14x, T = 20
+// (2 threads) 0.97x; B = 3 H = 512 T = 20 1.26x (1.26x); B = 3 H = 256 T =
+// 200 1.05x; training B = 1 H = 512 T = 50 1.28x, B = 2 H = 256 T = 20 1.09x.
+// Not taken: B = 4 (H = 256, 512: 0.98-1.05x), H = 192 (576 KiB, T = 200 B
+// = 1 0.82x), H = 128 (0.85-0.89x).
+constexpr int64_t kUnpackedMaxBatch = 3;
+constexpr int64_t kUnpackedMinBytes = int64_t{1} << 20;
+// Steps of at most this many rows take recurrent_rows_product (each w_hh row
+// read once for all of them); larger ones (one step of a larger batch)
+// dnnl_sgemm.
+constexpr int64_t kUnpackedRowsMax = 4;
 // float compute on float FMAs, where the concatenated form would run: from
 // packed weights (4H x (K + R) floats, K the widest layer input: I, and D*R
 // from two layers) of kChainedMinBytes, up to kChainedMaxBatch and where one
@@ -123,13 +139,17 @@ struct ForwardPlan {
   // chains over the input).
   bool step_chained = false;
   kernels::Isa step_isa = kernels::Isa::Scalar;
-  // float compute without bfloat16 products, one time step (T == 1): no
-  // fused step and no packing; gates = x w_ih^T + h0 w_hh^T as products on
-  // the weights as stored, then the cell pass. Packing w_hh (and in the
-  // concatenated form w_ih) costs more than the one step it serves (Zen 5,
-  // runner, T=1 B=1 I=H=512 inference: the packing 46% of the call). Never
-  // split mode (plan_threads).
-  bool single_step = false;
+  // float compute without bfloat16 products, one time step (T == 1), or
+  // batches of at most kUnpackedMaxBatch rows without projections on a w_hh
+  // of kUnpackedMinBytes and more: no fused step and no packing; gates = x
+  // w_ih^T as one product, then per step + h w_hh^T on the weights as stored
+  // (recurrent_rows.h for a few rows) and the cell pass. Packing w_hh (and
+  // in the concatenated form w_ih) costs more than one step it serves (Zen
+  // 5, runner, T=1 B=1 I=H=512 inference: the packing 46% of the call), and
+  // w_hh beyond L2 streams from L3 every step either way. Never split mode
+  // (plan_threads): a few rows' steps take two threads in parts of the units
+  // instead (the same bits).
+  bool unpacked_steps = false;
   // The fused step writes float32 saved tensors with streaming stores
   // (kStreamSavedMinBytes).
   bool stream_saved = false;

@@ -80,7 +80,7 @@ std::vector<LstmConfig> configs() {
   wide.packed = true;
   wide.lengths = {52, 52, 52, 51, 50};
   out.push_back(wide);
-  // One time step (lstm_plan.h, ForwardPlan::single_step), split mode's size
+  // One time step (lstm_plan.h, ForwardPlan::unpacked_steps), split mode's size
   // at T > 1 (B = 8, H = 136), with projections too.
   LstmConfig single;
   single.T = 1;
@@ -91,6 +91,16 @@ std::vector<LstmConfig> configs() {
   single.bidirectional = true;
   single.P = 20;
   out.push_back(single);
+  // A few rows' unpacked steps (kUnpackedMaxBatch, w_hh of 1 MiB): the unit
+  // parts on two threads in lockstep; variable length.
+  LstmConfig few;
+  few.T = 6;
+  few.B = 3;
+  few.I = 24;
+  few.H = 256;
+  few.packed = true;
+  few.lengths = {6, 4, 1};
+  out.push_back(few);
   return out;
 }
 

@@ -19,6 +19,8 @@
 //   (steps growing in the reverse direction), split mode's unit halves;
 // - bfloat16's products on the bfloat16 dot-product units (AVX512-BF16) in
 //   split mode and with directions on two threads;
+// - unpacked steps of a few rows (no packing, w_hh as stored) in parts of
+//   the units on two threads;
 // - the fused step's chained form (packed weights of kChainedMinBytes, below
 //   kChainedMaxBatch, one thread a direction): the concatenated form's bits,
 //   one thread (chained) against two (split mode, concatenated);
@@ -316,7 +318,65 @@ TEST(FastPaths, Bfloat16ProductsInSplitModeAgainstReference) {
   expect_low_precision_near_reference(make_problem(bidir, 3402), 3403);
 }
 
-// One time step (lstm_plan.h, ForwardPlan::single_step): no fused step, the
+// Unpacked steps of a few rows (lstm_plan.h: at most kUnpackedMaxBatch rows,
+// no projections, w_hh of kUnpackedMinBytes; recurrent_rows.h): no packing,
+// each step's product on w_hh as stored, then the cell pass, in two parts
+// of the units on two threads. Fixed and variable length (steps of 3, 2, 1
+// rows, the reverse direction's growing), two bidirectional layers, with and
+// without hx, training and inference, float16 (h rounded as stored before
+// the next product); one thread against two bitwise, and against the
+// reference; H = 264 (parts of 144 and 120 units). Batch 4, projections and
+// smaller w_hh keep the fused step.
+TEST(FastPaths, UnpackedStepsOfAFewRowsAgainstReference) {
+  using lstmop::detail::kUnpackedMaxBatch;
+  uint64_t seed = 3700;
+  for (int variant = 0; variant < 5; ++variant) {
+    LstmConfig c = float_config(5, kUnpackedMaxBatch, 24, 264, 1, false);
+    if (variant == 1) {
+      c.packed = true;
+      c.lengths = {5, 3, 1};
+      c.bidirectional = true;
+      c.L = 2;
+    }
+    if (variant == 2) c.with_hx = false;
+    if (variant == 3) c.train = false;
+    if (variant == 4) c.dtype = DType::Float16;
+    SCOPED_TRACE(c.name());
+    const LstmProblem p = make_problem(c, seed += 10);
+    ForwardResult one, two;
+    {
+      ThreadCount count(1);
+      ASSERT_TRUE(plans_of(c).forward.unpacked_steps);
+      one = run_forward(p);
+      if (c.dtype == DType::Float16) {
+        expect_low_precision_near_reference(p, seed + 1);
+      } else {
+        expect_near_reference(c, seed);
+      }
+    }
+    {
+      ThreadCount count(2);
+      const Plans plans = plans_of(c);
+      ASSERT_TRUE(plans.forward.unpacked_steps);
+      ASSERT_NE(plans.forward.threads.threading, Threading::SplitUnits);
+      two = run_forward(p);
+    }
+    const NamedViews a = forward_outputs(one), b = forward_outputs(two);
+    ASSERT_EQ(a.size(), b.size());
+    for (std::size_t k = 0; k < a.size(); ++k) {
+      EXPECT_TRUE(bitwise_equal(a[k].second, b[k].second)) << a[k].first;
+    }
+  }
+  ThreadCount count(1);
+  EXPECT_FALSE(plans_of(float_config(5, kUnpackedMaxBatch + 1, 24, 264, 1, false))
+                   .forward.unpacked_steps);
+  EXPECT_FALSE(plans_of(float_config(5, 1, 24, 128, 1, false)).forward.unpacked_steps);
+  LstmConfig proj = float_config(5, 1, 24, 264, 1, false);
+  proj.P = 200;
+  EXPECT_FALSE(plans_of(proj).forward.unpacked_steps);
+}
+
+// One time step (lstm_plan.h, ForwardPlan::unpacked_steps): no fused step, the
 // products on the weights as stored, then the cell pass. With and without
 // hx (without it no recurrent product), projections, two bidirectional
 // layers, batch 1 and 8 (8: the concatenated form's size at T > 1), training
@@ -334,7 +394,7 @@ TEST(FastPaths, SingleStepAgainstReference) {
       SCOPED_TRACE(B);
       LstmConfig c = float_config(1, B, 24, 40, 2, true);
       const Plans plans = plans_of(c);
-      ASSERT_TRUE(plans.forward.single_step);
+      ASSERT_TRUE(plans.forward.unpacked_steps);
       ASSERT_FALSE(plans.forward.step_concatenated);
       expect_near_reference(c, seed++);
       LstmConfig no_hx = c;
@@ -348,21 +408,21 @@ TEST(FastPaths, SingleStepAgainstReference) {
       expect_near_reference(infer, seed++);
       LstmConfig half = c;
       half.dtype = DType::Float16;
-      ASSERT_TRUE(plans_of(half).forward.single_step);
+      ASSERT_TRUE(plans_of(half).forward.unpacked_steps);
       expect_low_precision_near_reference(make_problem(half, seed), seed + 1);
       seed += 2;
     }
     LstmConfig wide = float_config(1, 8, 24, 136, 1, false);
-    ASSERT_TRUE(plans_of(wide).forward.single_step);
+    ASSERT_TRUE(plans_of(wide).forward.unpacked_steps);
     expect_near_reference(wide, seed++);
   }
   // Two steps: the fused step (the concatenated form from batch 4).
-  EXPECT_FALSE(plans_of(float_config(2, 1, 24, 40, 1, false)).forward.single_step);
+  EXPECT_FALSE(plans_of(float_config(2, 1, 24, 40, 1, false)).forward.unpacked_steps);
   EXPECT_TRUE(plans_of(float_config(2, 8, 24, 40, 1, false)).forward.step_concatenated);
   LstmConfig bf16 = float_config(1, 8, 24, 40, 1, false);
   bf16.dtype = DType::BFloat16;
   const Plans bf16_plans = plans_of(bf16);
-  EXPECT_EQ(bf16_plans.forward.single_step, !bf16_plans.forward.bf16_products);
+  EXPECT_EQ(bf16_plans.forward.unpacked_steps, !bf16_plans.forward.bf16_products);
   if (bf16_plans.forward.bf16_products) {
     std::printf("[fast paths] bfloat16 at T = 1 keeps its dot-product step (%s)\n",
                 bf16_plans.forward.bf16_matmul_step ? "matmul form" : "fused step");

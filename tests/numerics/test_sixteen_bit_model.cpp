@@ -130,6 +130,20 @@ std::vector<LstmConfig> model_configs(DType dtype) {
     c.P = c.H == 40 ? 23 : 10;
     configs.push_back(c);
   }
+  // Unpacked steps (ForwardPlan::unpacked_steps: one step, or short sequences
+  // of a few rows): layer 1 multiplies layer 0's stored output; with
+  // projections the w_hr product the stored m. (Appended: each config's
+  // seed follows its place, and a single rounding flip early in a sequence
+  // carries through its later steps, past these bounds for some seeds.)
+  LstmConfig one_step = config(1, 5, 12, 40, 2, true);
+  configs.push_back(one_step);
+  one_step.P = 23;
+  configs.push_back(one_step);
+  // A few rows' unpacked steps (w_hh of 1 MiB), variable length.
+  LstmConfig few = config(3, 3, 12, 256, 1, true);
+  few.packed = true;
+  few.lengths = {3, 2, 1};
+  configs.push_back(few);
   return configs;
 }
 
