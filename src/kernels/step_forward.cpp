@@ -6,6 +6,7 @@
 
 #include "lstmop/tensor.h"
 
+#include "gemm/transpose.h"
 #include "kernels/step_forward_isa.h"
 
 namespace lstmop {
@@ -56,12 +57,12 @@ void ForwardStepWeights::pack_units(const float* w_ih, int64_t ld_ih, const floa
                                hidden_rows + q * W);
         continue;
       }
+      // The group's rows transposed (transpose.h: 8 x 8 AVX2 register blocks
+      // where the CPU has them), lanes past H zero.
       const auto pack = [&](const float* m, int64_t ld, int64_t columns, float* lanes) {
-        for (int64_t k = 0; k < columns; ++k) {
-          const float* src = m + first_row * ld + k;
-          float* dst = lanes + k * row;
-          for (int64_t lane = 0; lane < units; ++lane) dst[lane] = src[lane * ld];
-          for (int64_t lane = units; lane < W; ++lane) dst[lane] = 0.0f;
+        transpose(units, columns, m + first_row * ld, ld, lanes, row);
+        for (int64_t k = 0; units < W && k < columns; ++k) {
+          std::fill(lanes + k * row + units, lanes + k * row + W, 0.0f);
         }
       };
       pack(w_ih, ld_ih, k_input_, input_rows + q * W);
