@@ -70,6 +70,38 @@ LstmConfig float_config(int64_t T, int64_t B, int64_t I, int64_t H, int64_t L,
   return c;
 }
 
+// Runs p (of c) on one thread, against the reference (float16 within its
+// precision), and on two, each after check_plans(plans, threads), and expects
+// the two threads' 10 forward results (the saved tensors the backward reads
+// included) bitwise equal to one thread's.
+void expect_two_threads_give_the_bits_of_one(
+    const LstmConfig& c, const LstmProblem& p, uint64_t seed,
+    const std::function<void(const Plans&, int)>& check_plans) {
+  ForwardResult one, two;
+  {
+    ThreadCount count(1);
+    check_plans(plans_of(c), 1);
+    if (::testing::Test::HasFatalFailure()) return;
+    one = run_forward(p);
+    if (c.dtype == DType::Float16) {
+      expect_low_precision_near_reference(p, seed + 1);
+    } else {
+      expect_near_reference(c, seed);
+    }
+  }
+  {
+    ThreadCount count(2);
+    check_plans(plans_of(c), 2);
+    if (::testing::Test::HasFatalFailure()) return;
+    two = run_forward(p);
+  }
+  const NamedViews a = forward_outputs(one), b = forward_outputs(two);
+  ASSERT_EQ(a.size(), b.size());
+  for (std::size_t k = 0; k < a.size(); ++k) {
+    EXPECT_TRUE(bitwise_equal(a[k].second, b[k].second)) << a[k].first;
+  }
+}
+
 // Split mode: N*4H*H >= 2^22 needs N >= 256 valid rows for H = 64.
 TEST(FastPaths, SplitModeAgainstReference) {
   ThreadCount two(2);
@@ -205,13 +237,12 @@ TEST(FastPaths, FusedStepFormsAgainstReference) {
 }
 
 // The chained form gives the concatenated form's bits: one thread (chained)
-// against two (split mode, concatenated), the 10 forward results (the saved
-// tensors the backward reads included), and against the reference (forward
-// and gradients); fixed and variable length (steps of 1 to B
-// rows: every row-block size of the tiles, AVX2's one-row pairs included),
-// two layers (layer 1 reads layer 0's output), projections, float16 (on
-// float FMAs, the input converted before the layer); smaller weights
-// and kChainedMaxBatch + 1 rows stay concatenated.
+// against two (split mode, concatenated), bitwise, and against the reference
+// (forward and gradients); fixed and variable length (steps of 1 to B rows:
+// every row-block size of the tiles, the AVX-512 pair tiles' 7 to 12 rows,
+// AVX2's one-row pairs), two layers (layer 1 reads layer 0's output),
+// projections, float16 (on float FMAs, the input converted before the
+// layer); smaller weights and kChainedMaxBatch + 1 rows stay concatenated.
 TEST(FastPaths, ChainedFormGivesTheConcatenatedBits) {
   using lstmop::detail::kChainedMaxBatch;
   using lstmop::detail::kConcatenatedMinBatch;
@@ -235,32 +266,16 @@ TEST(FastPaths, ChainedFormGivesTheConcatenatedBits) {
       SCOPED_TRACE(c.name());
       const LstmProblem p = make_problem(c, seed += 10);
       const bool chained = B <= kChainedMaxBatch;
-      ForwardResult one, two;
-      {
-        ThreadCount count(1);
-        const Plans plans = plans_of(c);
-        ASSERT_EQ(plans.forward.step_chained, chained);
-        ASSERT_EQ(plans.forward.step_concatenated, !plans.forward.step_chained);
-        one = run_forward(p);
-        if (c.dtype == DType::Float16) {
-          expect_low_precision_near_reference(p, seed + 1);
+      expect_two_threads_give_the_bits_of_one(c, p, seed, [&](const Plans& plans, int threads) {
+        if (threads == 1) {
+          ASSERT_EQ(plans.forward.step_chained, chained);
+          ASSERT_EQ(plans.forward.step_concatenated, !chained);
         } else {
-          expect_near_reference(c, seed);
+          ASSERT_EQ(plans.forward.threads.threading, Threading::SplitUnits);
+          ASSERT_TRUE(plans.forward.step_concatenated);
+          ASSERT_FALSE(plans.forward.step_chained);
         }
-      }
-      {
-        ThreadCount count(2);
-        const Plans plans = plans_of(c);
-        ASSERT_EQ(plans.forward.threads.threading, Threading::SplitUnits);
-        ASSERT_TRUE(plans.forward.step_concatenated);
-        ASSERT_FALSE(plans.forward.step_chained);
-        two = run_forward(p);
-      }
-      const NamedViews a = forward_outputs(one), b = forward_outputs(two);
-      ASSERT_EQ(a.size(), b.size());
-      for (std::size_t k = 0; k < a.size(); ++k) {
-        EXPECT_TRUE(bitwise_equal(a[k].second, b[k].second)) << a[k].first;
-      }
+      });
     }
   }
   ThreadCount count(1);
@@ -343,29 +358,10 @@ TEST(FastPaths, UnpackedStepsOfAFewRowsAgainstReference) {
     if (variant == 4) c.dtype = DType::Float16;
     SCOPED_TRACE(c.name());
     const LstmProblem p = make_problem(c, seed += 10);
-    ForwardResult one, two;
-    {
-      ThreadCount count(1);
-      ASSERT_TRUE(plans_of(c).forward.unpacked_steps);
-      one = run_forward(p);
-      if (c.dtype == DType::Float16) {
-        expect_low_precision_near_reference(p, seed + 1);
-      } else {
-        expect_near_reference(c, seed);
-      }
-    }
-    {
-      ThreadCount count(2);
-      const Plans plans = plans_of(c);
+    expect_two_threads_give_the_bits_of_one(c, p, seed, [](const Plans& plans, int) {
       ASSERT_TRUE(plans.forward.unpacked_steps);
       ASSERT_NE(plans.forward.threads.threading, Threading::SplitUnits);
-      two = run_forward(p);
-    }
-    const NamedViews a = forward_outputs(one), b = forward_outputs(two);
-    ASSERT_EQ(a.size(), b.size());
-    for (std::size_t k = 0; k < a.size(); ++k) {
-      EXPECT_TRUE(bitwise_equal(a[k].second, b[k].second)) << a[k].first;
-    }
+    });
   }
   ThreadCount count(1);
   EXPECT_FALSE(plans_of(float_config(5, kUnpackedMaxBatch + 1, 24, 264, 1, false))
