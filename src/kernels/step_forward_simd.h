@@ -295,9 +295,9 @@ LSTMOP_CELL_TARGET void pair_tile_rows(int rows, const ForwardStepWeights& w,
   }
 }
 
-// A step's balanced row blocks of at most kMaxRows<V> rows: `blocks` of
-// them, the first `longer` one row longer than `base` (the same blocks in
-// every form, hence step_input_chains' bits).
+// Rows in balanced blocks of at most kMaxRows<V>: `blocks` of them, the
+// first `longer` one row longer than `base` (a step's tiles; the chained
+// form's input chains over all of a layer's rows).
 struct RowBlocks {
   int64_t blocks, base, longer;
   int rows(int64_t b) const { return static_cast<int>(base + (b < longer ? 1 : 0)); }
@@ -328,9 +328,9 @@ LSTMOP_CELL_TARGET void step_groups(const ForwardStepWeights& w, const ForwardSt
   const int64_t total_bytes = (s.u_end - s.u_begin + W - 1) / W * block_bytes;
   const float* first = block_of(s.u_begin / W);
   if constexpr (kChained && W == 16) {
-    // Balanced blocks of up to kMaxPairRows rows: pair tiles from
-    // kMinPairRows rows, four-gate tiles below (no AVX2 pairs here: their
-    // rows' order never matters).
+    // Balanced blocks of up to kMaxPairRows rows, pair tiles where every
+    // block has kMinPairRows or more, else the four-gate tiles below
+    // (AVX-512 has no one-row pair chains: any blocking gives the same bits).
     const int64_t blocks = (s.rows + kMaxPairRows - 1) / kMaxPairRows;
     const RowBlocks pb{blocks, s.rows / blocks, s.rows % blocks};
     if (pb.base >= kMinPairRows) {
