@@ -35,31 +35,31 @@ LSTMOP_TARGET_AVX512 void block_avx512(int64_t n, int64_t K, const float* h, int
                                        const float* w, int64_t ld_w, float* out,
                                        int64_t ld_out, int64_t columns) {
   __m512 acc[R][kColumnsAtOnce];
-  #pragma GCC unroll 4
+#pragma GCC unroll 4
   for (int r = 0; r < R; ++r) {
-    #pragma GCC unroll 4
+#pragma GCC unroll 4
     for (int j = 0; j < kColumnsAtOnce; ++j) acc[r][j] = _mm512_setzero_ps();
   }
   const float* wr[kColumnsAtOnce];
-  #pragma GCC unroll 4
+#pragma GCC unroll 4
   for (int j = 0; j < kColumnsAtOnce; ++j) wr[j] = w + (n + (j < columns ? j : 0)) * ld_w;
   for (int64_t k = 0; k < K; k += 16) {
-    const __mmask16 m =
-        K - k >= 16 ? static_cast<__mmask16>(0xffff) : static_cast<__mmask16>((1u << (K - k)) - 1u);
+    const __mmask16 m = K - k >= 16 ? static_cast<__mmask16>(0xffff)
+                                    : static_cast<__mmask16>((1u << (K - k)) - 1u);
     __m512 b[kColumnsAtOnce];
-    #pragma GCC unroll 4
+#pragma GCC unroll 4
     for (int j = 0; j < kColumnsAtOnce; ++j) b[j] = _mm512_maskz_loadu_ps(m, wr[j] + k);
-    #pragma GCC unroll 4
+#pragma GCC unroll 4
     for (int r = 0; r < R; ++r) {
       const __m512 a = _mm512_maskz_loadu_ps(m, h + r * ld_h + k);
-      #pragma GCC unroll 4
+#pragma GCC unroll 4
       for (int j = 0; j < kColumnsAtOnce; ++j) acc[r][j] = _mm512_fmadd_ps(a, b[j], acc[r][j]);
     }
   }
-  #pragma GCC unroll 4
+#pragma GCC unroll 4
   for (int r = 0; r < R; ++r) {
     __m256 half[kColumnsAtOnce];
-    #pragma GCC unroll 4
+#pragma GCC unroll 4
     for (int j = 0; j < kColumnsAtOnce; ++j) {
       const __m512 upper = _mm512_shuffle_f32x4(acc[r][j], acc[r][j], 0xEE);
       half[j] = _mm256_add_ps(_mm512_castps512_ps256(acc[r][j]), _mm512_castps512_ps256(upper));
@@ -75,44 +75,44 @@ LSTMOP_TARGET_AVX2 void block_avx2(int64_t n, int64_t K, const float* h, int64_t
                                    const float* w, int64_t ld_w, float* out, int64_t ld_out,
                                    int64_t columns) {
   __m256 acc[R][kColumnsAtOnce];
-  #pragma GCC unroll 4
+#pragma GCC unroll 4
   for (int r = 0; r < R; ++r) {
-    #pragma GCC unroll 4
+#pragma GCC unroll 4
     for (int j = 0; j < kColumnsAtOnce; ++j) acc[r][j] = _mm256_setzero_ps();
   }
   const float* wr[kColumnsAtOnce];
-  #pragma GCC unroll 4
+#pragma GCC unroll 4
   for (int j = 0; j < kColumnsAtOnce; ++j) wr[j] = w + (n + (j < columns ? j : 0)) * ld_w;
   const int64_t full = K / 8 * 8;
   for (int64_t k = 0; k < K; k += 8) {
     __m256 b[kColumnsAtOnce];
     if (k < full) {
-      #pragma GCC unroll 4
+#pragma GCC unroll 4
       for (int j = 0; j < kColumnsAtOnce; ++j) b[j] = _mm256_loadu_ps(wr[j] + k);
-      #pragma GCC unroll 4
+#pragma GCC unroll 4
       for (int r = 0; r < R; ++r) {
         const __m256 a = _mm256_loadu_ps(h + r * ld_h + k);
-        #pragma GCC unroll 4
+#pragma GCC unroll 4
         for (int j = 0; j < kColumnsAtOnce; ++j) acc[r][j] = _mm256_fmadd_ps(a, b[j], acc[r][j]);
       }
       continue;
     }
     // The last K - full columns, zero past K (no read past a row).
     alignas(32) float wt[kColumnsAtOnce][8] = {}, at[8] = {};
-    #pragma GCC unroll 4
+#pragma GCC unroll 4
     for (int j = 0; j < kColumnsAtOnce; ++j) {
       for (int64_t e = k; e < K; ++e) wt[j][e - k] = wr[j][e];
       b[j] = _mm256_load_ps(wt[j]);
     }
-    #pragma GCC unroll 4
+#pragma GCC unroll 4
     for (int r = 0; r < R; ++r) {
       for (int64_t e = k; e < K; ++e) at[e - k] = h[r * ld_h + e];
       const __m256 a = _mm256_load_ps(at);
-      #pragma GCC unroll 4
+#pragma GCC unroll 4
       for (int j = 0; j < kColumnsAtOnce; ++j) acc[r][j] = _mm256_fmadd_ps(a, b[j], acc[r][j]);
     }
   }
-  #pragma GCC unroll 4
+#pragma GCC unroll 4
   for (int r = 0; r < R; ++r) {
     alignas(16) float s[4];
     _mm_store_ps(s, sum4_avx2(acc[r][0], acc[r][1], acc[r][2], acc[r][3]));
