@@ -7,7 +7,8 @@
 //   bidirectional layer runs its directions on two more threads).
 // - Results are bitwise identical across repeated runs and across 1 and 2
 //   threads: float32, bfloat16, float16, float64; fixed and variable length;
-//   forward and backward.
+//   forward and backward; split mode, a few rows' unpacked steps in unit
+//   parts, the chained form.
 // Worker threads only record what they find; all gtest assertions run on the
 // main thread.
 #include <atomic>
@@ -77,6 +78,25 @@ std::vector<LstmConfig> configs() {
     }
     out.push_back(c);
   }
+  // Unpacked steps of a few rows (lstm_plan.h: at most 3 rows, a w_hh of
+  // 1 MiB): two parts of the units in lockstep on two threads, variable
+  // length; and the chained form (packed weights of 1 MiB and more, batch 4),
+  // bidirectional: each direction on its thread.
+  LstmConfig few;
+  few.T = 6;
+  few.B = 2;
+  few.I = 5;
+  few.H = 256;
+  few.packed = true;
+  few.lengths = {6, 3};
+  out.push_back(few);
+  LstmConfig chained;
+  chained.T = 3;
+  chained.B = 4;
+  chained.I = 192;
+  chained.H = 192;
+  chained.bidirectional = true;
+  out.push_back(chained);
   return out;
 }
 
