@@ -407,14 +407,7 @@ class ForwardDriver {
     if constexpr (kFloat) {
       for (int64_t r = 0; r < rows; ++r) std::fill(h_state + r * P + c0, h_state + r * P + c1, 0.0f);
       w.projection.accumulate_columns(rows, w.cell_output.data(), H, h_state, P, c0, c1);
-      if constexpr (!std::is_same_v<Storage, float>) {
-        for (int64_t r = 0; r < rows; ++r) {
-          for (int64_t k = c0; k < c1; ++k) {
-            Acc& v = h_state[r * P + k];
-            v = static_cast<float>(StoreAs<Storage>::from(v));
-          }
-        }
-      }
+      round_as_stored(rows, c0, c1, h_state, P);
     } else {
       gemm(Transpose::No, Transpose::Yes, rows, P, H, Acc(1), w.cell_output.data(), H,
            w.w_hr.data(), H, Acc(0), h_state, P);

@@ -295,16 +295,15 @@ LSTMOP_CELL_TARGET void pair_tile_rows(int rows, const ForwardStepWeights& w,
   }
 }
 
-// Rows in balanced blocks of at most kMaxRows<V>: `blocks` of them, the
-// first `longer` one row longer than `base` (a step's tiles; the chained
-// form's input chains over all of a layer's rows).
+// Rows in balanced blocks of at most max_rows: `blocks` of them, the first
+// `longer` one row longer than `base` (a step's tiles; the chained form's
+// input chains over all of a layer's rows).
 struct RowBlocks {
   int64_t blocks, base, longer;
   int rows(int64_t b) const { return static_cast<int>(base + (b < longer ? 1 : 0)); }
 };
-template <class V>
-inline RowBlocks row_blocks(int64_t rows) {
-  const int64_t blocks = (rows + kMaxRows<V> - 1) / kMaxRows<V>;
+inline RowBlocks row_blocks(int64_t rows, int64_t max_rows) {
+  const int64_t blocks = (rows + max_rows - 1) / max_rows;
   return RowBlocks{blocks, rows / blocks, rows % blocks};
 }
 
@@ -313,7 +312,6 @@ LSTMOP_CELL_TARGET void step_groups(const ForwardStepWeights& w, const ForwardSt
                                     const StepSaved<Storage>* saved) {
   constexpr int64_t W = V::kLanes;
   constexpr int64_t kRows = kMaxRows<V>;
-  const RowBlocks rb = row_blocks<V>(s.rows);
   // The packed rows a step reads per group: the input's and h's
   // (interleaved), or the chained form's h rows alone.
   const int64_t K = kChained ? w.k_hidden() : w.k_input() + w.k_hidden();
@@ -327,38 +325,34 @@ LSTMOP_CELL_TARGET void step_groups(const ForwardStepWeights& w, const ForwardSt
   const int64_t block_bytes = K * 4 * W * static_cast<int64_t>(sizeof(float));
   const int64_t total_bytes = (s.u_end - s.u_begin + W - 1) / W * block_bytes;
   const float* first = block_of(s.u_begin / W);
+  // The chained form on AVX-512: balanced blocks of up to kMaxPairRows rows,
+  // pair tiles where every block has kMinPairRows or more (two passes over
+  // a block's k), else the four-gate tiles (AVX-512 has no one-row pair
+  // chains: any blocking gives the same bits).
+  bool pairs = false;
+  RowBlocks blocks = row_blocks(s.rows, kRows);
   if constexpr (kChained && W == 16) {
-    // Balanced blocks of up to kMaxPairRows rows, pair tiles where every
-    // block has kMinPairRows or more, else the four-gate tiles below
-    // (AVX-512 has no one-row pair chains: any blocking gives the same bits).
-    const int64_t blocks = (s.rows + kMaxPairRows - 1) / kMaxPairRows;
-    const RowBlocks pb{blocks, s.rows / blocks, s.rows % blocks};
-    if (pb.base >= kMinPairRows) {
-      for (int64_t u = s.u_begin; u < s.u_end; u += W) {
-        const int64_t count = s.u_end - u < W ? s.u_end - u : W;
-        const float* next = u + W < s.u_end ? block_of((u + W) / W) : first;
-        int64_t r0 = 0;
-        for (int64_t b = 0; b < pb.blocks; ++b) {
-          const int rows = pb.rows(b);
-          // Two passes over the block's k: the share spread over both.
-          pair_tile_rows<V, kMaxPairRows, Storage>(
-              rows, w, s, saved, r0, u, count,
-              next_block_share(next, block_bytes, total_bytes, pb.blocks, b, 2 * K));
-          r0 += rows;
-        }
-      }
-      return;
-    }
+    const RowBlocks pb = row_blocks(s.rows, kMaxPairRows);
+    pairs = pb.base >= kMinPairRows;
+    if (pairs) blocks = pb;
   }
+  const int64_t k_steps = pairs ? 2 * K : K;
   for (int64_t u = s.u_begin; u < s.u_end; u += W) {
     const int64_t count = s.u_end - u < W ? s.u_end - u : W;
     const float* next = u + W < s.u_end ? block_of((u + W) / W) : first;
     int64_t r0 = 0;
-    for (int64_t b = 0; b < rb.blocks; ++b) {
-      const int rows = rb.rows(b);
-      tile_rows<V, kRows, Storage, kChained>(
-          rows, w, s, saved, r0, u, count,
-          next_block_share(next, block_bytes, total_bytes, rb.blocks, b, K));
+    for (int64_t b = 0; b < blocks.blocks; ++b) {
+      const int rows = blocks.rows(b);
+      const NextBlock pf =
+          next_block_share(next, block_bytes, total_bytes, blocks.blocks, b, k_steps);
+      if constexpr (kChained && W == 16) {
+        if (pairs) {
+          pair_tile_rows<V, kMaxPairRows, Storage>(rows, w, s, saved, r0, u, count, pf);
+          r0 += rows;
+          continue;
+        }
+      }
+      tile_rows<V, kRows, Storage, kChained>(rows, w, s, saved, r0, u, count, pf);
       r0 += rows;
     }
   }
@@ -437,7 +431,7 @@ LSTMOP_CELL_TARGET void input_chains(const ForwardStepWeights& w, const float* x
     single += step_rows[t] > 0 ? 1 : 0;
   }
   const int64_t plain = rows - single;
-  const RowBlocks rb = plain > 0 ? row_blocks<V>(plain) : RowBlocks{0, 0, 0};
+  const RowBlocks rb = plain > 0 ? row_blocks(plain, kMaxRows<V>) : RowBlocks{0, 0, 0};
   for (int64_t u = u_begin; u < u_end; u += W) {
     const int64_t count = u_end - u < W ? u_end - u : W;
     int64_t r0 = 0;
