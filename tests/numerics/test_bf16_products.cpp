@@ -17,6 +17,7 @@
 #include <cmath>
 #include <limits>
 #include <random>
+#include <string>
 #include <tuple>
 
 #include "api/checks.h"
@@ -147,6 +148,86 @@ TEST(Bf16MatmulStep, MatchesDoubleReference) {
       for (bool accumulate : {false, true}) check_matmul_step(k, n, tb, accumulate, gen);
     }
   }
+}
+
+// Infinities in op(A) give C's infinities and NaNs where the double sum of
+// the exact products has them, for every transposition, even and odd k, dense
+// and padded row strides. (oneDNN 2.6's matmul gave NaN for a whole row of C
+// at an odd k with a padded operand: gemm_bf16 copies those dense first; the
+// fuzzer had found it through a bfloat16 w_ih with a padded row stride.)
+TEST(Bf16Gemm, InfinitiesAsTheExactSums) {
+  using lstmop::detail::gemm_bf16;
+  using lstmop::detail::Transpose;
+  if (!bf16_gemm_available()) {
+    std::printf("[bf16 projection] no bfloat16 GEMM on this CPU (needs AVX512-BF16): "
+                "gemm_bf16 declines, checked in MatchesDoubleReferenceOrDeclines\n");
+    return;
+  }
+  const float inf = std::numeric_limits<float>::infinity();
+  std::mt19937 gen(11);
+  std::uniform_int_distribution<int> grid(-100, 100);
+  int checked = 0;
+  for (Transpose ta : {Transpose::No, Transpose::Yes}) {
+    for (Transpose tb : {Transpose::No, Transpose::Yes}) {
+      for (int64_t k : {1, 4, 5, 21}) {
+        for (int64_t pad : {0, 1, 3}) {
+          const int64_t m = 5, n = 24;
+          const int64_t a_rows = ta == Transpose::No ? m : k, a_cols = ta == Transpose::No ? k : m;
+          const int64_t b_rows = tb == Transpose::No ? k : n, b_cols = tb == Transpose::No ? n : k;
+          const int64_t lda = a_cols + pad, ldb = b_cols + (pad == 1 ? 0 : pad);
+          std::vector<uint16_t> a(static_cast<std::size_t>(a_rows * lda), bits_of(1.0f));
+          std::vector<uint16_t> b(static_cast<std::size_t>(b_rows * ldb), bits_of(1.0f));
+          auto a_at = [&](int64_t i, int64_t p) -> uint16_t& {
+            return ta == Transpose::No ? a[i * lda + p] : a[p * lda + i];
+          };
+          auto b_at = [&](int64_t p, int64_t j) -> uint16_t& {
+            return tb == Transpose::No ? b[p * ldb + j] : b[j * ldb + p];
+          };
+          for (int64_t i = 0; i < m; ++i) {
+            for (int64_t p = 0; p < k; ++p) a_at(i, p) = bits_of(grid(gen) / 64.0f);
+          }
+          for (int64_t p = 0; p < k; ++p) {
+            for (int64_t j = 0; j < n; ++j) b_at(p, j) = bits_of(grid(gen) / 64.0f);
+          }
+          // Row 1 all +inf (C's row: +-inf by the sign of B's column, NaN
+          // where the column's signs differ); row 3 one -inf at the last k.
+          for (int64_t p = 0; p < k; ++p) a_at(1, p) = bits_of(inf);
+          a_at(3, k - 1) = bits_of(-inf);
+          // Column 2 of op(B) all positive, column 5 all negative.
+          for (int64_t p = 0; p < k; ++p) {
+            b_at(p, 2) = bits_of(0.5f);
+            b_at(p, 5) = bits_of(-0.25f);
+          }
+          std::vector<float> c(static_cast<std::size_t>(m * n), 42.0f);
+          ASSERT_TRUE(gemm_bf16(ta, tb, m, n, k, a.data(), lda, b.data(), ldb, 0.0f, c.data(), n));
+          for (int64_t i = 0; i < m; ++i) {
+            for (int64_t j = 0; j < n; ++j) {
+              double ref = 0.0;
+              for (int64_t p = 0; p < k; ++p) {
+                ref += static_cast<double>(lstmop::bfloat16_to_float(a_at(i, p))) *
+                       lstmop::bfloat16_to_float(b_at(p, j));
+              }
+              const float got = c[i * n + j];
+              const std::string where =
+                  "C(" + std::to_string(i) + ", " + std::to_string(j) + ") ta " +
+                  std::to_string(ta == Transpose::Yes) + " tb " +
+                  std::to_string(tb == Transpose::Yes) + " k " + std::to_string(k) + " lda " +
+                  std::to_string(lda) + " ldb " + std::to_string(ldb);
+              if (std::isnan(ref)) {
+                ASSERT_TRUE(std::isnan(got)) << where << ": " << got << ", expected NaN";
+              } else if (std::isinf(ref)) {
+                ASSERT_EQ(got, static_cast<float>(ref)) << where;
+              } else {
+                ASSERT_LE(std::fabs(got - ref), 1e-5 * (1.0 + std::fabs(ref))) << where;
+              }
+              ++checked;
+            }
+          }
+        }
+      }
+    }
+  }
+  EXPECT_EQ(checked, 4 * 4 * 3 * 5 * 24);
 }
 
 TEST(Bf16Gemm, OperandsNormalThreshold) {
