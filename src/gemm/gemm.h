@@ -49,6 +49,8 @@ bool gemm_tn_at_full_rate();
 // inputs as zero and flushes subnormal results: callers use it where the call
 // flushes subnormals (float_environment.h), or on operands for which
 // bf16_operands_normal() holds.
+// At an odd k, an operand whose row stride exceeds its row is copied dense
+// first (oneDNN 2.6 gave NaN there for a row of op(A) holding an infinity).
 // gemm_bf16 returns false where it cannot run (kernel_choice() says no: no
 // AVX512-BF16, or LSTMOP_KERNEL_ISA below avx512; oneDNN refusing the shape,
 // out of memory), C unchanged; gemm_bf16_or_float then computes C with gemm()
