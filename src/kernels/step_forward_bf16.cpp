@@ -361,7 +361,8 @@ void step_forward_bf16(const Bf16StepWeights& w, const Bf16StepArgs& s,
       // The chains' full pairs are the k steps that fetch.
       tile_rows<kMaxRows, Storage>(
           rows, w, s, saved, r0, u, count,
-          next_block_share(next, block_bytes, total_bytes, blocks, b, K0 / 2 + K1 / 2));
+          next_block_share(next, block_bytes, total_bytes, blocks, b, K0 / 2 + K1 / 2,
+                           s.rows));
       r0 += rows;
     }
   }

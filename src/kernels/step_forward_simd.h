@@ -344,7 +344,7 @@ LSTMOP_CELL_TARGET void step_groups(const ForwardStepWeights& w, const ForwardSt
     for (int64_t b = 0; b < blocks.blocks; ++b) {
       const int rows = blocks.rows(b);
       const NextBlock pf =
-          next_block_share(next, block_bytes, total_bytes, blocks.blocks, b, k_steps);
+          next_block_share(next, block_bytes, total_bytes, blocks.blocks, b, k_steps, s.rows);
       if constexpr (kChained && W == 16) {
         if (pairs) {
           pair_tile_rows<V, kMaxPairRows, Storage>(rows, w, s, saved, r0, u, count, pf);
