@@ -477,6 +477,7 @@ class ForwardDriver {
         a.ld_h = p_.R;
         a.bias = w.bias.data();
         a.stream_saved = plan_.stream_saved;
+        a.alone = barrier == nullptr;
         a.c_state = w.c_state.data();
         Acc* layer_out = y + off * DR + dir * p_.R;
         if (projections) {  // the step's output is m (rows, H); h is its projection
@@ -570,6 +571,7 @@ class ForwardDriver {
         a.h_out = bits_only() ? nullptr : layer.y + off * DH + dir * p_.H;
         a.ld_out = DH;
         a.h_next = w.h_bits[(n + 1) % 2].data();
+        a.alone = barrier == nullptr;
         const StepSaved<Storage> saved = p_.train ? saved_at(s, t) : StepSaved<Storage>{};
         for (int part = p0; part < p1; ++part) {
           step_units(balance, local, part, &a.u_begin, &a.u_end);

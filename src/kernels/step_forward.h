@@ -121,9 +121,9 @@ class ForwardStepWeights {
 // so each group's block is read once a step from beyond L2 when the packed
 // weights are larger than L2: at the first row block's pace, latency bound.
 // Instead each row block fetches its share of the next group's block (after
-// the last group, the first: the next step's) spread over its k steps; a
-// step of one short row block fetches nothing (next_block_share). A hint
-// only: no value depends on it.
+// the last group, the first: the next step's) spread over its k steps, but
+// for steps of a few rows and split mode (next_block_share). A hint only: no
+// value depends on it.
 struct NextBlock {
   const char* next = nullptr;  // the first line still to fetch
   const char* end = nullptr;   // past this row block's share
@@ -140,24 +140,29 @@ struct NextBlock {
 // 512 KiB (Zen 3) to 2 MiB (Sapphire Rapids) a core).
 constexpr int64_t kPrefetchMinBytes = int64_t{1} << 20;
 
-// Packed weights read by a step in one row block of at most this many rows
-// get no prefetch (next_block_share).
+// Steps of fewer rows than this get no prefetch (next_block_share).
 constexpr int64_t kPrefetchMinRows = 9;
 
 // Row block b's share (of `blocks`) of the block at `next` (block_bytes),
 // over k_steps k steps, for a step of `rows` rows; none where total_bytes
-// (all groups) is below the threshold or there is one group, and none where
-// one row block of fewer than kPrefetchMinRows rows reads each block: a
-// stream the hardware prefetchers follow, which such a tile consumes fast
-// (64 / rows bytes of weights a FMA); fetching the next block alongside only
-// competed with it. Zen 5, runner, 1 thread, T=50 I=H=512 inference without
-// it: float32 B=4 1.21-1.23x, B=6 1.11-1.18x, B=8 1.00-1.07x, bfloat16 B=4
-// 1.37-1.55x; a 12-row tile 0.96-0.98x (its prefetch kept).
+// (all groups) is below the threshold or there is one group, none for a step
+// of fewer than kPrefetchMinRows rows, and none where `alone` is false (split
+// mode: two threads' steps stream their halves of one direction's weights at
+// once). A few rows' tiles consume their block fast (64 / R bytes of weights
+// a FMA for R rows), a stream the hardware prefetchers follow; fetching the
+// next block alongside only competed with it, and in split mode with the
+// other thread's stream, each step's wait at the barrier the longer. Zen 5,
+// runner, T=50 I=H=512 inference without it: 1 thread float32 B=4 1.21-1.23x,
+// B=6 1.11-1.18x, B=8 1.00-1.07x, bfloat16 B=4 1.37-1.55x, B=8 1.23-1.25x; 2
+// threads (split mode) float32 B=4 1.35-1.37x, B=8 1.24-1.27x, bfloat16 B=8
+// 1.14-1.18x, T=20 B=16 1.13-1.20x, B=32 1.04x; 1 thread from 12 rows and
+// bidirectional layers on 2 threads within 0.97-1.03x (kept, as tuned on Zen 4).
 inline NextBlock next_block_share(const void* next, int64_t block_bytes, int64_t total_bytes,
-                                  int64_t blocks, int64_t b, int64_t k_steps, int64_t rows) {
+                                  int64_t blocks, int64_t b, int64_t k_steps, int64_t rows,
+                                  bool alone) {
   NextBlock pf;
   if (total_bytes < kPrefetchMinBytes || total_bytes <= block_bytes || k_steps <= 0 ||
-      (blocks == 1 && rows < kPrefetchMinRows)) {
+      rows < kPrefetchMinRows || !alone) {
     return pf;
   }
   const int64_t lines = block_bytes / 64, share = (lines + blocks - 1) / blocks;
@@ -188,6 +193,8 @@ struct ForwardStepArgs {
   // float Storage: write the saved tensors' full, aligned vectors with
   // streaming (non-temporal) stores, fenced before the step returns.
   bool stream_saved = false;
+  // False in split mode's steps on two threads (next_block_share: no prefetch).
+  bool alone = true;
 };
 
 // The chained form's input part, before a layer's time loop: for each of

@@ -362,7 +362,7 @@ void step_forward_bf16(const Bf16StepWeights& w, const Bf16StepArgs& s,
       tile_rows<kMaxRows, Storage>(
           rows, w, s, saved, r0, u, count,
           next_block_share(next, block_bytes, total_bytes, blocks, b, K0 / 2 + K1 / 2,
-                           s.rows));
+                           s.rows, s.alone));
       r0 += rows;
     }
   }

@@ -85,6 +85,8 @@ struct Bf16StepArgs {
   float* h_out = nullptr;              // float32 calls: (rows, .) row stride ld_out, or null
   int64_t ld_out = 0;
   uint16_t* h_next = nullptr;          // (rows, H) row stride H: the next step's operand
+  // False in split mode's steps on two threads (next_block_share: no prefetch).
+  bool alone = true;
 };
 
 // Storage: BFloat16 (bfloat16 calls) or float (float32 calls). Only where

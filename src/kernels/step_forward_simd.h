@@ -343,8 +343,8 @@ LSTMOP_CELL_TARGET void step_groups(const ForwardStepWeights& w, const ForwardSt
     int64_t r0 = 0;
     for (int64_t b = 0; b < blocks.blocks; ++b) {
       const int rows = blocks.rows(b);
-      const NextBlock pf =
-          next_block_share(next, block_bytes, total_bytes, blocks.blocks, b, k_steps, s.rows);
+      const NextBlock pf = next_block_share(next, block_bytes, total_bytes, blocks.blocks, b,
+                                            k_steps, s.rows, s.alone);
       if constexpr (kChained && W == 16) {
         if (pairs) {
           pair_tile_rows<V, kMaxPairRows, Storage>(rows, w, s, saved, r0, u, count, pf);
