@@ -152,11 +152,12 @@ constexpr int64_t kPrefetchMinRows = 9;
 // a FMA for R rows), a stream the hardware prefetchers follow; fetching the
 // next block alongside only competed with it, and in split mode with the
 // other thread's stream, each step's wait at the barrier the longer. Zen 5,
-// runner, T=50 I=H=512 inference without it: 1 thread float32 B=4 1.21-1.23x,
-// B=6 1.11-1.18x, B=8 1.00-1.07x, bfloat16 B=4 1.37-1.55x, B=8 1.23-1.25x; 2
-// threads (split mode) float32 B=4 1.35-1.37x, B=8 1.24-1.27x, bfloat16 B=8
-// 1.14-1.18x, T=20 B=16 1.13-1.20x, B=32 1.04x; 1 thread from 12 rows and
-// bidirectional layers on 2 threads within 0.97-1.03x (kept, as tuned on Zen 4).
+// runner, T=50 I=H=512 inference without it: 1 thread float32 B=4 1.15-1.23x,
+// B=6 1.11-1.18x, B=8 0.96-1.07x, bfloat16 B=4 1.37-1.55x, B=8 1.23-1.28x; 2
+// threads (split mode) float32 B=4 1.35-1.52x, B=8 1.24-1.27x, bfloat16 B=8
+// 1.14-1.19x, T=20 B=16 1.04-1.20x, B=32 1.00-1.04x; 1 thread from 12 rows
+// and bidirectional layers on 2 threads within 0.97-1.03x (kept there, as
+// tuned on Zen 4).
 inline NextBlock next_block_share(const void* next, int64_t block_bytes, int64_t total_bytes,
                                   int64_t blocks, int64_t b, int64_t k_steps, int64_t rows,
                                   bool alone) {
