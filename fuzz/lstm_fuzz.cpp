@@ -35,6 +35,14 @@
 namespace lstmfuzz {
 namespace {
 
+// The cases are small: without this the plan would run them on one thread
+// and the two-thread check would compare a path with itself
+// (plan/lstm_plan.h, LSTMOP_MIN_PARALLEL_WORK).
+const bool kEveryCallMayTakeTwoThreads = [] {
+  setenv("LSTMOP_MIN_PARALLEL_WORK", "0", 0);
+  return true;
+}();
+
 const Case* g_case = nullptr;
 // LSTMOP_FUZZ_VERBOSE=1: one line per call saying how it went (to see what a corpus covers).
 const bool g_verbose = std::getenv("LSTMOP_FUZZ_VERBOSE") != nullptr;

@@ -2,6 +2,7 @@
 #include "plan/lstm_plan.h"
 
 #include <algorithm>
+#include <cstdlib>
 
 #include "common/float_environment.h"
 #include "common/precision.h"
@@ -31,9 +32,9 @@ bool unpacked_steps(const LstmProblem& p) {
                       w_hh_bytes >= static_cast<double>(kUnpackedMinBytes));
 }
 
-ThreadPlan plan_threads(const LstmProblem& p) {
+ThreadPlan plan_threads(const LstmProblem& p, bool backward) {
   ThreadPlan t;
-  const int threads = get_num_threads();
+  const int threads = direction_work(p) >= min_parallel_work(backward) ? get_num_threads() : 1;
   const bool float_compute = p.dtype != DType::Float64;
   // (Unpacked steps are never split: their row halves' products, a few
   // rows' unit parts and a single step's weight gradients take the second
@@ -95,6 +96,21 @@ const char* threading_name(Threading threading) {
   return "serial";
 }
 
+double direction_work(const LstmProblem& p) {
+  const double widest = static_cast<double>(p.L > 1 ? std::max(p.I, p.D * p.R) : p.I);
+  return static_cast<double>(p.valid_rows()) * 4.0 * static_cast<double>(p.H) *
+         (widest + static_cast<double>(p.R));
+}
+
+double min_parallel_work(bool backward) {
+  if (const char* env = std::getenv("LSTMOP_MIN_PARALLEL_WORK")) {
+    char* end = nullptr;
+    const double v = std::strtod(env, &end);
+    if (end != env && *end == '\0' && v >= 0.0) return v;
+  }
+  return backward ? kMinParallelWorkBackward : kMinParallelWorkForward;
+}
+
 bool worth_splitting(const LstmProblem& p) {
   const double unit_work = 4.0 * static_cast<double>(p.H) * static_cast<double>(p.H);
   return p.H >= 32 && static_cast<double>(p.B) * unit_work >= 524288.0 &&
@@ -108,7 +124,7 @@ RowHalf row_half(int64_t n, int64_t part) {
 
 ForwardPlan plan_forward(const LstmProblem& p) {
   ForwardPlan plan;
-  plan.threads = plan_threads(p);
+  plan.threads = plan_threads(p, false);
   const int64_t N = p.valid_rows(), G = 4 * p.H, DR = p.D * p.R;
   const int64_t max_in = std::max(p.I, DR);
   const bool float_compute = p.dtype != DType::Float64;
@@ -157,7 +173,7 @@ ForwardPlan plan_forward(const LstmProblem& p) {
 
 BackwardPlan plan_backward(const LstmProblem& p) {
   BackwardPlan plan;
-  plan.threads = plan_threads(p);
+  plan.threads = plan_threads(p, true);
   const int64_t N = p.valid_rows(), G = 4 * p.H, DR = p.D * p.R;
   const int64_t max_in = std::max(p.I, DR);
   plan.bf16_products = bf16_products(p);

@@ -37,6 +37,21 @@ const char* threading_name(Threading threading);
 // sizes may not fit int64.
 bool worth_splitting(const LstmProblem& p);
 
+// A call takes a second thread (directions in parallel, split mode, row
+// halves, unit parts) only where one direction's work in its widest layer,
+// direction_work(p) = valid rows x 4H x (layer input + R) multiply-adds, is
+// at least this: below it waking the second thread and meeting it costs more
+// than the halved work saves. Zen 5, 2 threads against 1, the plugin's ops:
+// bidirectional forward T=50 B=4 I=H=32 (1.6M) 81 against 70 us, B=8 (3.3M)
+// 101 against 121; backward B=8 (3.3M) 207 against 191 us, B=12 (4.9M) 254
+// against 314; one step T=1 B=1 I=H=8 34 against 14 us.
+// LSTMOP_MIN_PARALLEL_WORK (a number >= 0, read per call) replaces both
+// thresholds: 0 gives every call the threads set_num_threads asked for.
+constexpr double kMinParallelWorkForward = 2097152.0;   // 2^21
+constexpr double kMinParallelWorkBackward = 4194304.0;  // 2^22
+double direction_work(const LstmProblem& p);
+double min_parallel_work(bool backward);
+
 // Split mode's parts: part 0 gets the first split_units(H) hidden units (a
 // multiple of 16, the recurrent product's panel width), part 1 the rest.
 inline int64_t split_units(int64_t H) { return H / 32 * 16; }

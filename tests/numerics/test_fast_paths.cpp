@@ -30,6 +30,7 @@
 // eps (expect_low_precision_near_reference).
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <functional>
 #include <string>
 #include <vector>
@@ -123,6 +124,56 @@ TEST(FastPaths, SplitModeAgainstReference) {
     ASSERT_EQ(plans.forward.threads.threading, Threading::SplitUnits);
     ASSERT_EQ(plans.backward.threads.threading, Threading::SplitUnits);
     expect_near_reference(cfg, seed += 10);
+  }
+}
+
+// The plan's floor on a call's work for a second thread (lstm_plan.h): with
+// its default thresholds (the test processes set LSTMOP_MIN_PARALLEL_WORK to
+// 0, lstm_test_support.cpp) a call of little work plans one thread on two,
+// forward and backward apart; 0 and an unreadable value behave as documented.
+TEST(FastPaths, SecondThreadOnlyForEnoughWork) {
+  ThreadCount two(2);
+  const char* saved = std::getenv("LSTMOP_MIN_PARALLEL_WORK");
+  const std::string restore = saved != nullptr ? saved : "";
+  unsetenv("LSTMOP_MIN_PARALLEL_WORK");
+  // Bidirectional T=50 I=H=32: one direction's work 50 B 128 64 = B 409600.
+  auto bidir = [](int64_t B) { return float_config(50, B, 32, 32, 1, true); };
+  const auto work_of = [](const LstmConfig& cfg) {
+    const LstmProblem q = make_problem(cfg, 1);
+    return lstmop::detail::direction_work(lstmop::detail::check_forward_args(
+        q.input, q.hx_list(), q.param_list(), cfg.has_biases, cfg.L, 0.0, cfg.train,
+        cfg.bidirectional, cfg.batch_first, q.batch_sizes_view(), true));
+  };
+  EXPECT_EQ(work_of(bidir(4)), 4 * 409600.0);
+  EXPECT_EQ(work_of(float_config(3, 2, 5, 7, 2, true)), 6 * 28.0 * (14 + 7));  // widest: D*R
+  Plans p = plans_of(bidir(4));  // 1.6M: one thread both ways
+  EXPECT_EQ(p.forward.threads.threading, Threading::Serial);
+  EXPECT_EQ(p.forward.threads.row_half_threads, 1);
+  EXPECT_EQ(p.backward.threads.threading, Threading::Serial);
+  p = plans_of(bidir(8));  // 3.3M: the forward's directions in parallel, not the backward's
+  EXPECT_EQ(p.forward.threads.threading, Threading::DirectionsInParallel);
+  EXPECT_EQ(p.backward.threads.threading, Threading::Serial);
+  EXPECT_EQ(p.backward.threads.row_half_threads, 1);
+  p = plans_of(bidir(12));  // 4.9M: both
+  EXPECT_EQ(p.forward.threads.threading, Threading::DirectionsInParallel);
+  EXPECT_EQ(p.backward.threads.threading, Threading::DirectionsInParallel);
+  EXPECT_EQ(p.backward.threads.row_half_threads, 2);
+  // One step of a tiny layer: no row halves, no unit parts on two threads.
+  p = plans_of(float_config(1, 1, 8, 8, 1, false));
+  EXPECT_EQ(p.forward.threads.row_half_threads, 1);
+  setenv("LSTMOP_MIN_PARALLEL_WORK", "0", 1);
+  p = plans_of(bidir(4));
+  EXPECT_EQ(p.forward.threads.threading, Threading::DirectionsInParallel);
+  EXPECT_EQ(p.backward.threads.threading, Threading::DirectionsInParallel);
+  setenv("LSTMOP_MIN_PARALLEL_WORK", "many", 1);  // not a number: the defaults
+  EXPECT_EQ(plans_of(bidir(4)).forward.threads.threading, Threading::Serial);
+  setenv("LSTMOP_MIN_PARALLEL_WORK", "2000000", 1);
+  EXPECT_EQ(plans_of(bidir(4)).forward.threads.threading, Threading::Serial);
+  EXPECT_EQ(plans_of(bidir(8)).backward.threads.threading, Threading::DirectionsInParallel);
+  if (saved != nullptr) {
+    setenv("LSTMOP_MIN_PARALLEL_WORK", restore.c_str(), 1);
+  } else {
+    unsetenv("LSTMOP_MIN_PARALLEL_WORK");
   }
 }
 

@@ -1,11 +1,24 @@
 #include "lstm_test_support.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <cmath>
 #include <cstring>
 #include <sstream>
 
 namespace lstmtest {
+
+namespace {
+// The tests run their small shapes on the threads they ask for: the plan's
+// floor on a call's work for a second thread (plan/lstm_plan.h,
+// LSTMOP_MIN_PARALLEL_WORK) is 0 in every test process unless the
+// environment sets it (FastPaths.SecondThreadOnlyForEnoughWork checks the
+// default thresholds).
+const bool kEveryCallMayTakeTwoThreads = [] {
+  setenv("LSTMOP_MIN_PARALLEL_WORK", "0", 0);
+  return true;
+}();
+}  // namespace
 
 // ---------------------------------------------------------------------------
 // Element access
