@@ -143,8 +143,9 @@ BackwardResult lstm_backward(const TensorView& grad_y, const TensorView& grad_hy
 // identical whatever this is. Default: 1. Applies process-wide. A call whose
 // work is too small to gain from a second thread runs on one (one direction
 // of its widest layer under 2^21 multiply-adds forward, 2^22 backward: valid
-// rows x 4 hidden x (layer input + hidden)); LSTMOP_MIN_PARALLEL_WORK=<n> in
-// the environment sets that floor for both, 0 for none.
+// rows x 4 hidden_size x (layer input + h's width, proj_size or hidden_size));
+// LSTMOP_MIN_PARALLEL_WORK=<n> in the environment sets that floor for both,
+// 0 for none.
 void set_num_threads(int num_threads);
 int get_num_threads();
 
