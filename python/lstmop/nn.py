@@ -66,6 +66,16 @@ def _check_input_rank(input, batch_first):
         raise error(f"LSTM: Expected input to be 2D or 3D, got {input.dim()}D instead")
 
 
+def _check_unbatched_steps(input):
+    """An unbatched input (L, input_size) needs L >= 1, as the op checks for batched ones; here,
+    before the batch dimension is added, so that the message shows the shape the caller passed.
+    torch.nn.LSTM fails with RuntimeError. (Not while tracing, where sizes are tensors: the op's
+    own check stands there.)"""
+    if not torch.jit.is_tracing() and input.size(0) == 0:
+        raise RuntimeError("input must have at least one time step (T >= 1), got T = 0 in "
+                           f"shape {list(input.shape)} (unbatched: (L, input_size))")
+
+
 def _check_flags(module):
     """torch.nn.LSTM's op takes bias, batch_first and bidirectional as Python bools only: its
     constructor stores them as given and forward fails with TypeError for anything else (an
@@ -219,6 +229,8 @@ class LSTM(torch.nn.LSTM):
             is_batched = input.dim() == 3
             batch_dim = 0 if self.batch_first else 1
             if not is_batched:
+                if not torch.jit.is_scripting():
+                    _check_unbatched_steps(input)
                 input = input.unsqueeze(batch_dim)
             sorted_indices = None
             unsorted_indices = None

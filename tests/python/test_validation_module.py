@@ -194,7 +194,16 @@ def test_input_dtype_not_floating(dtype):
 
 
 def test_empty_time_is_refused():  # B = 0 is accepted (test_empty_batch.py)
-    rejected(module(), torch.zeros(0, 2, 5), None, ["input", "T >= 1"])
+    rejected(module(), torch.zeros(0, 2, 5), None, ["input", "T >= 1", "[0, 2, 5]"])
+
+
+@pytest.mark.parametrize("batch_first", [False, True])
+def test_empty_time_of_an_unbatched_input_names_the_shape_given(batch_first):
+    """The caller's (0, input_size), not the (0, 1, input_size) the op would see."""
+    m = module(batch_first=batch_first)
+    rejected(m, torch.zeros(0, 5), None, ["input", "T >= 1", "got T = 0 in shape [0, 5]"])
+    hx = (torch.zeros(4, 3), torch.zeros(4, 3))
+    rejected(m, torch.zeros(0, 5), hx, ["input", "T >= 1", "[0, 5]"])
 
 
 def test_expanded_input_of_2_to_40_steps_is_refused_at_once():
