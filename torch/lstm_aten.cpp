@@ -208,6 +208,47 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> lstm_aten_forward(
   return {output, at::stack(hy).to(dtype), at::stack(cy).to(dtype)};
 }
 
+bool any_tangent(at::TensorList tensors) {
+  for (const at::Tensor& t : tensors) {
+    if (t.defined() && t._fw_grad(kTangentLevel).defined()) return true;
+  }
+  return false;
+}
+
+at::Tensor primal(const at::Tensor& tensor) {
+  return tensor.defined() && tensor._fw_grad(kTangentLevel).defined()
+             ? tensor._fw_primal(kTangentLevel)
+             : tensor;
+}
+
+std::vector<at::Tensor> primals(at::TensorList tensors) {
+  std::vector<at::Tensor> result;
+  result.reserve(tensors.size());
+  for (const at::Tensor& t : tensors) result.push_back(primal(t));
+  return result;
+}
+
+void set_tangents(const at::Tensor& output, const at::Tensor& hy, const at::Tensor& cy,
+                  const at::Tensor& input, at::TensorList hx, at::TensorList params,
+                  bool has_biases, int64_t num_layers, bool bidirectional, bool batch_first,
+                  const c10::optional<at::Tensor>& batch_sizes) {
+  std::tuple<at::Tensor, at::Tensor, at::Tensor> dual;
+  {
+    const at::NoGradGuard no_graph;
+    dual = lstm_aten_forward(input, hx, params, has_biases, num_layers, bidirectional,
+                             batch_first, batch_sizes);
+  }
+  const std::pair<const at::Tensor*, const at::Tensor*> pairs[] = {
+      {&output, &std::get<0>(dual)}, {&hy, &std::get<1>(dual)}, {&cy, &std::get<2>(dual)}};
+  for (const auto& pair : pairs) {
+    const at::Tensor& tangent = pair.second->_fw_grad(kTangentLevel);
+    if (tangent.defined()) {
+      pair.first->_set_fw_grad(tangent.to(pair.first->scalar_type()), kTangentLevel,
+                               /*is_inplace_op=*/false);
+    }
+  }
+}
+
 }  // namespace lstmop_torch
 
 namespace {

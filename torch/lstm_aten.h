@@ -1,7 +1,8 @@
 // The contract's LSTM forward (outputs 0-2: output, hy, cy) written in ATen
 // operations, so that autograd can differentiate it to any order. It is the
-// recomputation behind _lstm_backward's derivative (lstm_autograd.cpp) and the
-// op lstmop::_lstm_aten.
+// recomputation behind _lstm_backward's derivative (lstm_autograd.cpp), the
+// op lstmop::_lstm_aten, and the source of the forward-mode derivatives
+// (tangents) of _lstm and lstmop::lstm (set_tangents below).
 #pragma once
 
 #include <ATen/core/Tensor.h>
@@ -31,5 +32,28 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> lstm_aten_forward(
 std::pair<std::vector<int64_t>, std::vector<int64_t>> initial_state_shapes(
     const at::Tensor& input, at::TensorList params, bool has_biases, int64_t num_layers,
     bool bidirectional, bool batch_first, const c10::optional<at::Tensor>& batch_sizes);
+
+// Forward-mode automatic differentiation (torch.autograd.forward_ad): the
+// dual level torch runs (one at a time, level 0).
+constexpr uint64_t kTangentLevel = 0;
+
+// Whether a defined tensor among these carries a tangent (is a dual tensor).
+bool any_tangent(at::TensorList tensors);
+
+// The tensor without its tangent: the primal (a view of it) of a dual tensor,
+// the tensor itself otherwise. Gradients of reverse mode reach it through the
+// view.
+at::Tensor primal(const at::Tensor& tensor);
+std::vector<at::Tensor> primals(at::TensorList tensors);
+
+// Gives output, hy and cy (the op's results on the primals) their tangents:
+// the forward-mode derivatives of lstm_aten_forward on the dual arguments (the
+// ATen operations' own derivative formulas), in the dtype of the results; a
+// result whose tangent is zero by construction gets none, as in ATen. Grad
+// mode is off inside: the tangents carry no reverse-mode graph.
+void set_tangents(const at::Tensor& output, const at::Tensor& hy, const at::Tensor& cy,
+                  const at::Tensor& input, at::TensorList hx, at::TensorList params,
+                  bool has_biases, int64_t num_layers, bool bidirectional, bool batch_first,
+                  const c10::optional<at::Tensor>& batch_sizes);
 
 }  // namespace lstmop_torch

@@ -46,13 +46,25 @@ using torch::autograd::variable_list;
 // Number of saved outputs (result3..result9: i, j, f, o, h, c, tanhc).
 constexpr int64_t kSavedOutputs = 7;
 
+// The arguments of a call in forward mode as the caller passed them (dual
+// tensors: primal and tangent); the op runs on their primals.
+struct DualArguments {
+  const Tensor& input;
+  TensorList hx;
+  TensorList params;
+};
+
 class LstmFunction : public torch::autograd::Function<LstmFunction> {
  public:
+  // duals: null, or the dual arguments whose primals input, hx and params are:
+  // then those are saved (the backward's results get their tangents, forward
+  // over reverse mode, as torch.nn.LSTM's).
   static variable_list forward(AutogradContext* ctx, const Tensor& input, TensorList hx,
                                TensorList params, bool has_biases, int64_t num_layers,
                                double dropout, bool train, bool bidirectional,
                                c10::optional<bool> batch_first,
-                               const c10::optional<Tensor>& batch_sizes) {
+                               const c10::optional<Tensor>& batch_sizes,
+                               const DualArguments* duals) {
     ForwardTuple result;
     {
       // Below autograd: reach the CPU / Meta kernel.
@@ -73,9 +85,11 @@ class LstmFunction : public torch::autograd::Function<LstmFunction> {
     // result3..result9, [batch_sizes].
     variable_list saved;
     saved.reserve(1 + hx.size() + params.size() + kSavedOutputs + 1);
-    saved.push_back(input);
-    saved.insert(saved.end(), hx.begin(), hx.end());
-    lstmop_torch::save_params(ctx, params, has_biases, num_layers, bidirectional, saved);
+    saved.push_back(duals != nullptr ? duals->input : input);
+    const TensorList saved_hx = duals != nullptr ? duals->hx : hx;
+    saved.insert(saved.end(), saved_hx.begin(), saved_hx.end());
+    lstmop_torch::save_params(ctx, duals != nullptr ? duals->params : params, has_biases,
+                              num_layers, bidirectional, saved);
     saved.insert(saved.end(), outputs.begin() + 3, outputs.end());
     const bool has_batch_sizes = batch_sizes.has_value() && batch_sizes->defined();
     if (has_batch_sizes) {
@@ -97,7 +111,8 @@ class LstmFunction : public torch::autograd::Function<LstmFunction> {
 
   // grads: one per forward output (10); only grads[0..2] can be defined.
   // Returns one gradient per forward argument, list elements flattened:
-  // input, hx..., params..., then undefined for has_biases .. batch_sizes.
+  // input, hx..., params..., then undefined for has_biases .. batch_sizes and
+  // duals.
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
     const variable_list saved = ctx->get_saved_variables();
     const int64_t hx_count = ctx->saved_data["hx_count"].toInt();
@@ -111,10 +126,15 @@ class LstmFunction : public torch::autograd::Function<LstmFunction> {
 
     const Tensor& input = saved[0];
     const std::vector<Tensor> hx(saved.begin() + 1, saved.begin() + 1 + hx_count);
-    // Grad mode on (create_graph=True): _lstm_backward may recompute the forward from the
-    // biases' values.
-    const std::vector<Tensor> params = lstmop_torch::restored_params(
-        ctx, saved.data() + 1 + hx_count, /*values_read=*/at::GradMode::is_enabled());
+    // Grad mode on (create_graph=True) or a tangent among the arguments (forward over
+    // reverse mode): _lstm_backward recomputes the forward from the biases' values.
+    std::vector<Tensor> params = lstmop_torch::restored_params(ctx, saved.data() + 1 + hx_count,
+                                                               /*values_read=*/false);
+    if (at::GradMode::is_enabled() || lstmop_torch::any_tangent(grads) ||
+        lstmop_torch::any_tangent(saved) || lstmop_torch::any_tangent(params)) {
+      params = lstmop_torch::restored_params(ctx, saved.data() + 1 + hx_count,
+                                             /*values_read=*/true);
+    }
     const auto activations = saved.begin() + 1 + hx_count + weight_count;  // i j f o h c tanhc
     c10::optional<Tensor> batch_sizes;
     int64_t steps = input.dim() == 3 ? input.size(batch_first ? 1 : 0) : 0;
@@ -129,8 +149,8 @@ class LstmFunction : public torch::autograd::Function<LstmFunction> {
         has_biases, num_layers, ctx->saved_data["dropout"].toDouble(),
         ctx->saved_data["train"].toBool(), bidirectional, batch_first, batch_sizes);
 
-    // has_biases, num_layers, dropout, train, bidirectional, batch_first, batch_sizes.
-    variable_list gradients = lstmop_torch::argument_gradients(std::move(result), hx_count, 7);
+    // has_biases, num_layers, dropout, train, bidirectional, batch_first, batch_sizes, duals.
+    variable_list gradients = lstmop_torch::argument_gradients(std::move(result), hx_count, 8);
     if (ctx->saved_data["module_call"].toBool()) {  // a call of lstmop::lstm: torch's None
       lstmop_torch::drop_unreached_projection_gradients(
           gradients, 1 + static_cast<size_t>(hx_count), static_cast<size_t>(params_count),
@@ -145,9 +165,26 @@ ForwardTuple lstm_autograd(const Tensor& input, TensorList hx, TensorList params
                            int64_t num_layers, double dropout, bool train, bool bidirectional,
                            c10::optional<bool> batch_first,
                            const c10::optional<Tensor>& batch_sizes) {
+  // Forward mode (a dual input, hx or parameter): the op on the primals (reverse mode
+  // as always), then the tangents of outputs 0-2 (lstm_aten.h).
+  if (lstmop_torch::any_tangent(input) || lstmop_torch::any_tangent(hx) ||
+      lstmop_torch::any_tangent(params)) {
+    const std::vector<Tensor> hx_primals = lstmop_torch::primals(hx);
+    const std::vector<Tensor> params_primals = lstmop_torch::primals(params);
+    const DualArguments duals{input, hx, params};
+    const variable_list outputs = LstmFunction::apply(
+        lstmop_torch::primal(input), TensorList(hx_primals), TensorList(params_primals),
+        has_biases, num_layers, dropout, train, bidirectional, batch_first, batch_sizes, &duals);
+    lstmop_torch::set_tangents(outputs[0], outputs[1], outputs[2], input, hx, params, has_biases,
+                               num_layers, bidirectional, batch_first.value_or(false),
+                               batch_sizes);
+    return ForwardTuple(outputs[0], outputs[1], outputs[2], outputs[3], outputs[4], outputs[5],
+                        outputs[6], outputs[7], outputs[8], outputs[9]);
+  }
   const variable_list outputs =
       LstmFunction::apply(input, hx, params, has_biases, num_layers, dropout, train,
-                          bidirectional, batch_first, batch_sizes);
+                          bidirectional, batch_first, batch_sizes,
+                          static_cast<const DualArguments*>(nullptr));
   return ForwardTuple(outputs[0], outputs[1], outputs[2], outputs[3], outputs[4], outputs[5],
                       outputs[6], outputs[7], outputs[8], outputs[9]);
 }
@@ -166,8 +203,11 @@ bool any_requires_grad(TensorList tensors) {
 // which is what makes the results differentiable); one that does not is
 // detached and made to require grad (its gradient is still returned).
 Tensor differentiation_target(const Tensor& argument) {
-  return argument.requires_grad() ? argument.view_as(argument)
-                                  : argument.detach().requires_grad_(true);
+  if (argument.requires_grad()) return argument.view_as(argument);  // a tangent stays
+  Tensor target = lstmop_torch::primal(argument).detach().requires_grad_(true);
+  const Tensor& tangent = argument._fw_grad(lstmop_torch::kTangentLevel);
+  if (tangent.defined()) target._set_fw_grad(tangent, lstmop_torch::kTangentLevel, false);
+  return target;
 }
 
 BackwardTuple backward_by_recomputation(const Tensor& grad_y, const Tensor& grad_hy,
@@ -233,7 +273,11 @@ BackwardTuple lstm_backward_autograd(c10::DispatchKeySet keys, const Tensor& gra
       at::GradMode::is_enabled() &&
       (any_requires_grad({grad_y, grad_hy, grad_cy, input}) || any_requires_grad(hx) ||
        any_requires_grad(params));
-  if (!differentiable) {
+  // Forward mode (a dual argument: forward over reverse, as torch.nn.LSTM's
+  // backward): the results' tangents come from the recomputation.
+  const bool tangents = lstmop_torch::any_tangent({grad_y, grad_hy, grad_cy, input}) ||
+                        lstmop_torch::any_tangent(hx) || lstmop_torch::any_tangent(params);
+  if (!differentiable && !tangents) {
     // The kernel below autograd, redispatched (one event per call for the profiler).
     at::AutoDispatchBelowADInplaceOrView below_autograd;
     return backward_op().redispatch(keys & c10::after_autograd_keyset, grad_y, grad_hy, grad_cy,
@@ -249,9 +293,32 @@ BackwardTuple lstm_backward_autograd(c10::DispatchKeySet keys, const Tensor& gra
   if (lstmop_torch::is_variable_length(batch_sizes)) {
     lstmop_torch::checked_batch_sizes(*batch_sizes, input.size(0) / batch_sizes->numel());
   }
-  return backward_by_recomputation(grad_y, grad_hy, grad_cy, input, hx, params, has_biases,
-                                   num_layers, bidirectional, batch_first.value_or(false),
-                                   batch_sizes);
+  if (differentiable) {
+    return backward_by_recomputation(grad_y, grad_hy, grad_cy, input, hx, params, has_biases,
+                                     num_layers, bidirectional, batch_first.value_or(false),
+                                     batch_sizes);
+  }
+  // Tangents without grad mode (a backward without create_graph): the
+  // recomputation needs its graph; the results leave without it, with their
+  // tangents.
+  BackwardTuple result;
+  {
+    const at::AutoGradMode graph(true);
+    result = backward_by_recomputation(grad_y, grad_hy, grad_cy, input, hx, params, has_biases,
+                                       num_layers, bidirectional, batch_first.value_or(false),
+                                       batch_sizes);
+  }
+  const auto without_graph = [](Tensor& t) {
+    const Tensor tangent = t._fw_grad(lstmop_torch::kTangentLevel);
+    const Tensor value = lstmop_torch::primal(t).detach();
+    t = tangent.defined()
+            ? at::_make_dual(value, tangent.detach(), lstmop_torch::kTangentLevel)
+            : value;
+  };
+  without_graph(std::get<0>(result));
+  for (Tensor& t : std::get<1>(result)) without_graph(t);
+  for (Tensor& t : std::get<2>(result)) without_graph(t);
+  return result;
 }
 
 }  // namespace

@@ -35,6 +35,7 @@
 #include <tuple>
 #include <vector>
 
+#include "lstm_aten.h"
 #include "lstm_ops.h"
 #include "saved_params.h"
 
@@ -172,16 +173,18 @@ class PackedLstmFunction : public torch::autograd::Function<PackedLstmFunction> 
     const int64_t padded_rows = ctx->saved_data["padded_rows"].toInt();
     const Tensor& input = saved[0];
     const std::vector<Tensor> hx(saved.begin() + 1, saved.begin() + 1 + hx_count);
-    // Grad mode on (create_graph=True): the differentiable path below recomputes the
-    // forward from the biases' values.
+    // Grad mode on (create_graph=True), or tangents in the incoming gradients (forward
+    // over reverse mode; the forward had none, else it would not be here): the
+    // differentiable path below recomputes the forward from the biases' values.
+    const bool recomputes = at::GradMode::is_enabled() || lstmop_torch::any_tangent(grads);
     const std::vector<Tensor> params = lstmop_torch::restored_params(
-        ctx, saved.data() + 1 + hx_count, /*values_read=*/at::GradMode::is_enabled());
+        ctx, saved.data() + 1 + hx_count, /*values_read=*/recomputes);
     const auto a = saved.begin() + 1 + hx_count + lstmop_torch::saved_weight_count(ctx);
     const Tensor& batch_sizes = saved[saved.size() - 2];
     const Tensor& valid_rows = saved.back();
 
     lstmop_torch::BackwardTuple result;
-    if (!at::GradMode::is_enabled()) {
+    if (!recomputes) {
       result = lstmop_torch::backward_packed_rows(grads[0], grads[1], grads[2], input, hx, params,
                                                   a[0], a[1], a[2], a[3], a[4], a[5], a[6],
                                                   has_biases, num_layers, bidirectional,
@@ -239,7 +242,10 @@ LstmTuple run_lstm(const Tensor& input, TensorList hx, TensorList params, bool h
 
   // A CPU PackedSequence in one call: the core reads and writes the packed
   // rows themselves (no padded copies of the input, the output, grad_y, dx).
-  if (packed && input.device().is_cpu() && !between_layers) {
+  // Not with tangents: their path is the padded one below (_lstm's).
+  const bool tangents = lstmop_torch::any_tangent(input) || lstmop_torch::any_tangent(hx) ||
+                        lstmop_torch::any_tangent(params);
+  if (packed && input.device().is_cpu() && !between_layers && !tangents) {
     const int64_t rows = layout.steps * layout.batch;
     if (!save_activations) {
       const auto r = lstmop_torch::forward_packed_rows(input, hx, params, has_biases, num_layers,
@@ -315,7 +321,12 @@ LstmTuple lstm_autograd(c10::DispatchKeySet keys, const Tensor& input, TensorLis
   const bool differentiable =
       at::GradMode::is_enabled() &&
       (input.requires_grad() || any_requires_grad(hx) || any_requires_grad(params));
-  if (!differentiable) {
+  // Forward mode (a dual input, hx or parameter; grad mode is no matter): at the
+  // autograd level too, where _lstm's Autograd kernel, the layout and dropout
+  // operations carry the tangents.
+  const bool tangents = lstmop_torch::any_tangent(input) || lstmop_torch::any_tangent(hx) ||
+                        lstmop_torch::any_tangent(params);
+  if (!differentiable && !tangents) {
     // The kernel below autograd, redispatched (not a second call from the
     // dispatcher's top: one lstmop::lstm event per call for the profiler).
     at::AutoDispatchBelowADInplaceOrView below_autograd;
@@ -327,7 +338,7 @@ LstmTuple lstm_autograd(c10::DispatchKeySet keys, const Tensor& input, TensorLis
   // operations record their backward (with torch.nn.LSTM's None gradients).
   const lstmop_torch::ModuleCallScope module_call;
   return run_lstm(input, hx, params, has_biases, num_layers, dropout, training, bidirectional,
-                  batch_first, batch_sizes, /*save_activations=*/true);
+                  batch_first, batch_sizes, /*save_activations=*/differentiable);
 }
 
 }  // namespace

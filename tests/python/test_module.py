@@ -385,16 +385,6 @@ def test_unbatched_input_matches_torch(batch_first, with_hx):
         torch.testing.assert_close(a, b, **TIGHT)
 
 
-def test_forward_mode_ad_is_refused_not_silently_wrong():
-    """docs/nn.LSTM.md lists it: no jvp through the op (torch.nn.LSTM has one)."""
-    import torch.autograd.forward_ad as forward_ad
-    lstm = lstmop.nn.LSTM(3, 4).double()
-    x = torch.randn(5, 2, 3, dtype=torch.float64)
-    with forward_ad.dual_level():
-        with pytest.raises(RuntimeError, match="jvp is not implemented"):
-            lstm(forward_ad.make_dual(x, torch.ones_like(x)))
-
-
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.bfloat16])
 def test_packed_sequences_run_on_the_packed_rows_with_the_padded_results(dtype):
     """A PackedSequence reaches the core as its packed rows, in inference and in training (one
