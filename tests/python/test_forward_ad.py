@@ -7,7 +7,9 @@ reverse mode (the tangent of a gradient: Hessian-vector products) goes through
 _lstm_backward's recomputation. Checked against torch.nn.LSTM's own tangents in float64, in
 every mode, with grad mode on and off (lstmop 0.19 dropped the tangents silently under
 torch.no_grad() or with frozen parameters); _lstm_backward's tangent against its linearity in
-the incoming gradients; float32 and bfloat16 against float64.
+the incoming gradients; float32 and bfloat16 against float64. Also torch.autograd.functional
+and the function transforms (torch.func, or functorch beside torch 1.13) as docs/nn.LSTM.md
+lists them: what works against torch.nn.LSTM, the vectorised reverse mode's clear error.
 """
 import pytest
 import torch
@@ -366,3 +368,65 @@ def test_empty_batch_tangents_have_torchs_shapes():
             y, (hy, cy) = m(fwAD.make_dual(x, torch.randn_like(x)))
             shapes.append([tuple(tangent_of(t).shape) for t in (y, hy, cy)])
     assert shapes[0] == shapes[1]
+
+
+try:  # the function transforms: torch.func in torch 2.x, functorch beside torch 1.13
+    import torch.func as transforms
+except ImportError:
+    import functorch as transforms
+
+
+def transform_twins():
+    reference, module = twin_modules(input_size=3, hidden_size=4)
+    g = torch.Generator().manual_seed(19)
+    x, v = (torch.randn(4, 2, 3, generator=g, dtype=torch.float64) for _ in range(2))
+    u = torch.randn(4, 2, 4, generator=g, dtype=torch.float64)
+    return reference, module, x, v, u
+
+
+AF = torch.autograd.functional
+AUTOGRAD_FUNCTIONAL = {
+    "jacobian": lambda m, x, v, u: AF.jacobian(lambda a: m(a)[0], x),
+    "hessian": lambda m, x, v, u: AF.hessian(lambda a: m(a)[0].pow(2).sum(), x),
+    "vjp": lambda m, x, v, u: AF.vjp(lambda a: m(a)[0], x, u)[1],
+    "jvp": lambda m, x, v, u: AF.jvp(lambda a: m(a)[0], x, v)[1],
+    "hvp": lambda m, x, v, u: AF.hvp(lambda a: m(a)[0].pow(2).sum(), x, v)[1],
+    "vhp": lambda m, x, v, u: AF.vhp(lambda a: m(a)[0].pow(2).sum(), x, v)[1],
+    "transforms.jvp": lambda m, x, v, u: transforms.jvp(lambda a: m(a)[0], (x,), (v,))[1],
+    "transforms.grad": lambda m, x, v, u: transforms.grad(lambda a: m(a)[0].pow(2).sum())(x),
+    "transforms.vjp": lambda m, x, v, u: transforms.vjp(lambda a: m(a)[0], x)[1](u)[0],
+}
+
+
+@pytest.mark.parametrize("name", list(AUTOGRAD_FUNCTIONAL))
+def test_autograd_functional_and_transforms_are_torchs(name):
+    """docs/nn.LSTM.md, "How it differs": these work as with torch.nn.LSTM."""
+    reference, module, x, v, u = transform_twins()
+    f = AUTOGRAD_FUNCTIONAL[name]
+    torch.testing.assert_close(f(module, x, v, u), f(reference, x, v, u), **SECOND)
+
+
+@pytest.mark.parametrize("how", ["jacobian_forward_mode", "jacfwd"])
+def test_forward_mode_jacobians_are_torchs_reverse_mode_jacobian(how):
+    """Vectorised forward mode (vmap over tangents; lstmop's op runs on the unbatched
+    primals) works; torch 1.13's own nn.LSTM fails there (no batching rule for
+    aten::unsafe_split), so the reference is its reverse-mode jacobian."""
+    reference, module, x, _, _ = transform_twins()
+    expected = AF.jacobian(lambda a: reference(a)[0], x)
+    if how == "jacfwd":
+        got = transforms.jacfwd(lambda a: module(a)[0])(x)
+    else:
+        got = AF.jacobian(lambda a: module(a)[0], x, vectorize=True, strategy="forward-mode")
+    torch.testing.assert_close(got, expected, **TIGHT)
+
+
+@pytest.mark.parametrize("how", ["jacobian_vectorize", "jacrev"])
+def test_vectorised_reverse_mode_is_a_clear_error(how):
+    """docs/nn.LSTM.md: the backward under vmap has no batching rule: a RuntimeError naming
+    the op, not a wrong result."""
+    _, module, x, _, _ = transform_twins()
+    with pytest.raises(RuntimeError, match="lstmop::_lstm_backward"):
+        if how == "jacrev":
+            transforms.jacrev(lambda a: module(a)[0])(x)
+        else:
+            AF.jacobian(lambda a: module(a)[0], x, vectorize=True)
