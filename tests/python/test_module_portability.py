@@ -1,7 +1,7 @@
 """lstmop.nn.LSTM where users take a torch.nn.LSTM besides calling it: copied (copy.deepcopy),
 pickled, saved whole with torch.save, with its weights reparametrized (weight_norm,
 torch.nn.utils.parametrize), called with other weights (functional_call) and with a parameter
-replaced. docs/nn.LSTM.md says the parameters are read by name at every call; these tests hold
+replaced, under activation checkpointing and saved-tensor hooks. docs/nn.LSTM.md says the parameters are read by name at every call; these tests hold
 it to that: every result is compared, in float64, with a plain torch.nn.LSTM that holds the
 weights the call should use."""
 import copy
@@ -164,3 +164,66 @@ def test_deepcopy_keeps_the_dtype(dtype):
     x = _input().to(dtype)
     assert all(p.dtype == dtype for p in twin.parameters())
     assert torch.equal(twin(x)[0], module(x)[0])
+
+
+def _gradients(module, x, run):
+    """Gradients of the input and every parameter of sum(run(module, x)^2)."""
+    module.zero_grad()
+    leaf = x.clone().requires_grad_()
+    run(module, leaf).pow(2).sum().backward()
+    return [leaf.grad] + [p.grad.clone() for p in module.parameters()]
+
+
+@pytest.mark.parametrize("reentrant", [True, False])
+@pytest.mark.parametrize("dropout", [0.0, 0.3])
+def test_activation_checkpointing_gives_torchs_gradients(reentrant, dropout):
+    """torch.utils.checkpoint recomputes the forward in the backward (reentrant: a second
+    forward; non-reentrant: saved-tensor hooks); with dropout, the RNG state it restores gives
+    the forward's masks again."""
+    from torch.utils.checkpoint import checkpoint
+    torch.manual_seed(0)
+    reference = torch.nn.LSTM(**CONFIG, dropout=dropout).double()
+    module = lstmop.nn.LSTM(**CONFIG, dropout=dropout).double()
+    module.load_state_dict(reference.state_dict())
+    x = _input()
+
+    def run(m, leaf):
+        torch.manual_seed(5)
+        try:
+            return checkpoint(lambda a: m(a)[0], leaf, use_reentrant=reentrant)
+        except TypeError:  # a torch whose checkpoint has no use_reentrant: reentrant only
+            if not reentrant:
+                pytest.fail("torch.utils.checkpoint without use_reentrant")
+            return checkpoint(lambda a: m(a)[0], leaf)
+
+    for got, want in zip(_gradients(module, x, run), _gradients(reference, x, run)):
+        torch.testing.assert_close(got, want, **TIGHT)
+
+
+def test_saved_tensor_hooks_see_lstmops_saved_tensors():
+    """torch.autograd.graph.saved_tensors_hooks (what save_on_cpu and offloading use) apply
+    to what the op saves for its backward, and the backward uses what unpack returns."""
+    module, reference = _pair()
+    x = _input()
+    packed, unpacked = [], []
+
+    def pack(t):
+        packed.append(t)
+        return t.clone()
+
+    def unpack(t):
+        unpacked.append(t)
+        return t
+
+    def run(m, leaf):
+        with torch.autograd.graph.saved_tensors_hooks(pack, unpack):
+            return m(leaf)[0]
+
+    got = _gradients(module, x, run)
+    assert packed and len(unpacked) == len(packed)
+    for g, w in zip(got, _gradients(reference, x, lambda m, leaf: m(leaf)[0])):
+        torch.testing.assert_close(g, w, **TIGHT)
+    with torch.autograd.graph.save_on_cpu():
+        got = _gradients(module, x, lambda m, leaf: m(leaf)[0])
+    for g, w in zip(got, _gradients(reference, x, lambda m, leaf: m(leaf)[0])):
+        torch.testing.assert_close(g, w, **TIGHT)
