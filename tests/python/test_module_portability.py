@@ -227,3 +227,33 @@ def test_saved_tensor_hooks_see_lstmops_saved_tensors():
         got = _gradients(module, x, lambda m, leaf: m(leaf)[0])
     for g, w in zip(got, _gradients(reference, x, lambda m, leaf: m(leaf)[0])):
         torch.testing.assert_close(g, w, **TIGHT)
+
+
+def test_pruning_and_spectral_norm_weights_are_used():
+    """torch.nn.utils.prune and spectral_norm set the weight as a plain attribute before each
+    call (a forward pre-hook): the call uses it, and the gradient reaches weight_orig."""
+    import torch.nn.utils.prune as prune
+    module, reference = _pair()
+    x = _input()
+    for m in (module, reference):
+        prune.l1_unstructured(m, "weight_hh_l0", amount=0.4)
+    got, want = module(x), reference(x)
+    _assert_outputs_equal(got, want)
+    got[0].sum().backward()
+    want[0].sum().backward()
+    assert module.weight_hh_l0.eq(0).any()
+    torch.testing.assert_close(module.weight_hh_l0_orig.grad, reference.weight_hh_l0_orig.grad,
+                               **TIGHT)
+    for m in (module, reference):
+        prune.remove(m, "weight_hh_l0")
+    _assert_outputs_equal(module(x), reference(x))
+
+    module, reference = _pair()
+    for m in (module, reference):
+        torch.manual_seed(3)  # the power iteration's starting vectors
+        torch.nn.utils.spectral_norm(m, "weight_hh_l0")
+        m.eval()
+    got = module(x)  # the pre-hook sets the normalised weight, the call uses it
+    assert not torch.allclose(module.weight_hh_l0, module.weight_hh_l0_orig)
+    _assert_outputs_equal(got, _plain_with(_effective_weights(module))(x))
+    _assert_outputs_equal(got, reference(x))
