@@ -95,6 +95,20 @@ def _check_input_dtype(input, weight):
                                 f"got {input.dtype}")
 
 
+def _autocast_takes_a_device():
+    """torch >= 2.4 asks torch.is_autocast_enabled for a device; earlier ones have
+    torch.is_autocast_cpu_enabled (decided once: a failed call per forward costs an exception)."""
+    try:
+        torch.is_autocast_enabled("cpu")
+    except TypeError:
+        return False
+    return True
+
+
+_AUTOCAST_TAKES_A_DEVICE = _autocast_takes_a_device()
+_OBJECT_GETATTRIBUTE = object.__getattribute__
+
+
 def _autocast_dtype(input, hx, weight):
     """Inside torch.autocast on the CPU, an input of the autocast dtype into float32 parameters
     runs as torch.nn.LSTM runs it there: in the widest dtype of the input and hx (the autocast
@@ -103,10 +117,10 @@ def _autocast_dtype(input, hx, weight):
     dtype, else None."""
     if input.device.type != "cpu" or weight.dtype != torch.float32:
         return None
-    try:  # torch >= 2.4
+    if _AUTOCAST_TAKES_A_DEVICE:  # torch >= 2.4
         enabled = torch.is_autocast_enabled("cpu")
         dtype = torch.get_autocast_dtype("cpu") if enabled else None
-    except TypeError:  # earlier: no device argument
+    else:
         enabled = torch.is_autocast_cpu_enabled()
         dtype = torch.get_autocast_cpu_dtype() if enabled else None
     if not enabled or input.dtype != dtype:
@@ -199,7 +213,16 @@ class LSTM(torch.nn.LSTM):
         weights = self._flat_weights
         if not torch.jit.is_scripting():
             _check_hx_container(hx)
-            weights = [getattr(self, name) for name in self._flat_weights_names]
+            # A registered parameter straight from _parameters (what getattr finds there, without
+            # Module.__getattr__'s Python call per parameter); otherwise what getattr gives:
+            # parametrize's property, a weight_norm / prune / spectral_norm attribute. Not where
+            # the class's attribute lookup is replaced (torch 1.13's functional_call swaps it).
+            if type(self).__getattribute__ is _OBJECT_GETATTRIBUTE:
+                registered = self._parameters
+                weights = [registered[name] if name in registered else getattr(self, name)
+                           for name in self._flat_weights_names]
+            else:
+                weights = [getattr(self, name) for name in self._flat_weights_names]
             data = input.data if isinstance(input, PackedSequence) else input
             autocast = _autocast_dtype(data, hx, weights[0]) if torch.is_tensor(data) else None
             if autocast is not None:
