@@ -232,13 +232,17 @@ LstmTuple run_lstm(const Tensor& input, TensorList hx, TensorList params, bool h
   }
   // Every argument is checked on the whole problem first, so that errors name
   // the caller's arguments (not one layer's slice of them); in packed mode on
-  // the padded shape the op will see, before anything is allocated.
-  const Tensor checked_input = packed ? at::empty({layout.steps * layout.batch, input.size(1)},
-                                                  input.options().device(at::kMeta))
-                                      : input;
-  lstmop_torch::check_forward_arguments(checked_input, hx, params, has_biases, num_layers, 0.0,
-                                        save_activations, bidirectional, batch_first,
-                                        op_batch_sizes);
+  // the padded shape the op will see, before anything is allocated. A
+  // fixed-length call in one piece passes _lstm these very arguments: _lstm's
+  // checks are these, so they run once, there.
+  if (packed || between_layers) {
+    const Tensor checked_input = packed ? at::empty({layout.steps * layout.batch, input.size(1)},
+                                                    input.options().device(at::kMeta))
+                                        : input;
+    lstmop_torch::check_forward_arguments(checked_input, hx, params, has_biases, num_layers, 0.0,
+                                          save_activations, bidirectional, batch_first,
+                                          op_batch_sizes);
+  }
 
   // A CPU PackedSequence in one call: the core reads and writes the packed
   // rows themselves (no padded copies of the input, the output, grad_y, dx).
