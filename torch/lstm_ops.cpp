@@ -259,15 +259,22 @@ ForwardTuple lstm_forward_kernel(Memory memory, const Tensor& input, TensorList 
     const lstmop::TensorView batch_sizes_v = batch_sizes_view(batch_sizes, memory);
     const bool is_batch_first = batch_first.value_or(false);
 
-    const lstmop::ForwardShapes shapes = lstmop::lstm_forward_shapes(
+    if (memory != Memory::Cpu) {  // shapes only
+      const lstmop::ForwardShapes shapes = lstmop::lstm_forward_shapes(
+          input_view, hx_views, params_views, has_biases, num_layers, dropout, train,
+          bidirectional, is_batch_first, batch_sizes_v);
+      return empty_forward_results(shapes, input);
+    }
+    follow_torch_thread_count();
+    // One pass of the core's argument checks; the results allocated in between.
+    ForwardTuple result;
+    lstmop::lstm_forward_into(
+        [&](const lstmop::ForwardShapes& shapes) {
+          result = empty_forward_results(shapes, input);
+          return forward_output_views(result, memory);
+        },
         input_view, hx_views, params_views, has_biases, num_layers, dropout, train,
         bidirectional, is_batch_first, batch_sizes_v);
-    ForwardTuple result = empty_forward_results(shapes, input);
-    if (memory == Memory::Cpu) {
-      follow_torch_thread_count();
-      lstmop::lstm_forward_out(forward_output_views(result, memory), input_view, hx_views, params_views, has_biases, num_layers,
-                               dropout, train, bidirectional, is_batch_first, batch_sizes_v);
-    }
     return result;
   });
 }
@@ -285,18 +292,24 @@ BackwardTuple lstm_backward_kernel(Memory memory, const Tensor& grad_y, const Te
                                                   params, i, j, f, o, h, c, tanhc, batch_sizes);
     const bool is_batch_first = batch_first.value_or(false);
 
-    const lstmop::BackwardShapes shapes = lstmop::lstm_backward_shapes(
+    if (memory != Memory::Cpu) {  // shapes only
+      const lstmop::BackwardShapes shapes = lstmop::lstm_backward_shapes(
+          v.grad_y, v.grad_hy, v.grad_cy, v.input, v.hx, v.params, v.i, v.j, v.f, v.o, v.h,
+          v.c, v.tanhc, has_biases, num_layers, dropout, train, bidirectional, is_batch_first,
+          v.batch_sizes);
+      return empty_backward_results(shapes, input);
+    }
+    follow_torch_thread_count();
+    // One pass of the core's argument checks; the results allocated in between.
+    BackwardTuple result;
+    lstmop::lstm_backward_into(
+        [&](const lstmop::BackwardShapes& shapes) {
+          result = empty_backward_results(shapes, input);
+          return backward_output_views(result, memory);
+        },
         v.grad_y, v.grad_hy, v.grad_cy, v.input, v.hx, v.params, v.i, v.j, v.f, v.o, v.h, v.c,
         v.tanhc, has_biases, num_layers, dropout, train, bidirectional, is_batch_first,
         v.batch_sizes);
-    BackwardTuple result = empty_backward_results(shapes, input);
-    if (memory == Memory::Cpu) {
-      follow_torch_thread_count();
-      lstmop::lstm_backward_out(backward_output_views(result, memory), v.grad_y, v.grad_hy,
-                                v.grad_cy, v.input, v.hx, v.params, v.i, v.j, v.f, v.o, v.h, v.c,
-                                v.tanhc, has_biases, num_layers, dropout, train, bidirectional,
-                                is_batch_first, v.batch_sizes);
-    }
     return result;
   });
 }

@@ -12,6 +12,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -72,6 +73,19 @@ void lstm_forward_out(const ForwardOutputs& out, const TensorView& input, const 
                       bool train, bool bidirectional, bool batch_first = false,
                       const TensorView& batch_sizes = {});
 
+// Computes the forward into memory the caller provides once the shapes are
+// known, checking the arguments once (lstm_forward_shapes then
+// lstm_forward_out check them twice): `allocate` is called once, with what
+// lstm_forward_shapes would return, after every argument check passed, and
+// returns the output views, which are then checked as lstm_forward_out's. An
+// exception from `allocate` propagates; nothing is computed then. (The
+// PyTorch binding allocates its result tensors this way.)
+using ForwardAllocator = std::function<ForwardOutputs(const ForwardShapes&)>;
+void lstm_forward_into(const ForwardAllocator& allocate, const TensorView& input,
+                       const TensorList& hx, const TensorList& params, bool has_biases,
+                       int64_t num_layers, double dropout, bool train, bool bidirectional,
+                       bool batch_first = false, const TensorView& batch_sizes = {});
+
 // Allocating form.
 ForwardResult lstm_forward(const TensorView& input, const TensorList& hx, const TensorList& params,
                            bool has_biases, int64_t num_layers, double dropout, bool train,
@@ -125,6 +139,19 @@ void lstm_backward_out(const BackwardOutputs& out, const TensorView& grad_y,
                        const TensorView& tanhc, bool has_biases, int64_t num_layers, double dropout,
                        bool train, bool bidirectional, bool batch_first = false,
                        const TensorView& batch_sizes = {});
+
+// The backward into memory the caller provides, as lstm_forward_into: one
+// pass of the argument checks, `allocate` called once with what
+// lstm_backward_shapes would return, its views checked as lstm_backward_out's.
+using BackwardAllocator = std::function<BackwardOutputs(const BackwardShapes&)>;
+void lstm_backward_into(const BackwardAllocator& allocate, const TensorView& grad_y,
+                        const TensorView& grad_hy, const TensorView& grad_cy,
+                        const TensorView& input, const TensorList& hx, const TensorList& params,
+                        const TensorView& i, const TensorView& j, const TensorView& f,
+                        const TensorView& o, const TensorView& h, const TensorView& c,
+                        const TensorView& tanhc, bool has_biases, int64_t num_layers,
+                        double dropout, bool train, bool bidirectional, bool batch_first = false,
+                        const TensorView& batch_sizes = {});
 
 BackwardResult lstm_backward(const TensorView& grad_y, const TensorView& grad_hy,
                              const TensorView& grad_cy, const TensorView& input,

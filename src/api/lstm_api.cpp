@@ -70,6 +70,22 @@ void lstm_forward_out(const ForwardOutputs& out, const TensorView& input, const 
   });
 }
 
+void lstm_forward_into(const ForwardAllocator& allocate, const TensorView& input,
+                       const TensorList& hx, const TensorList& params, bool has_biases,
+                       int64_t num_layers, double dropout, bool train, bool bidirectional,
+                       bool batch_first, const TensorView& batch_sizes) {
+  entry_point([&]() {
+    const detail::LstmProblem dims =
+        detail::check_forward_args(input, hx, params, has_biases, num_layers, dropout, train,
+                                   bidirectional, batch_first, batch_sizes, true);
+    const ForwardShapes shapes = detail::forward_shapes(dims);
+    const ForwardOutputs out = allocate(shapes);
+    detail::check_forward_outputs(out, shapes, dims,
+                                  detail::forward_input_views(input, hx, params, batch_sizes));
+    detail::run_lstm_forward(dims, input, hx, params, out);
+  });
+}
+
 ForwardResult lstm_forward(const TensorView& input, const TensorList& hx, const TensorList& params,
                            bool has_biases, int64_t num_layers, double dropout, bool train,
                            bool bidirectional, bool batch_first, const TensorView& batch_sizes) {
@@ -125,6 +141,27 @@ void lstm_backward_out(const BackwardOutputs& out, const TensorView& grad_y,
         detail::check_backward_args(saved, input, hx, params, has_biases, num_layers, dropout,
                                     train, bidirectional, batch_first, batch_sizes, true);
     detail::check_backward_outputs(out, detail::backward_shapes(dims, input, params), dims,
+                                   detail::backward_input_views(saved, input, hx, params, batch_sizes));
+    detail::run_lstm_backward(dims, saved, input, hx, params, out);
+  });
+}
+
+void lstm_backward_into(const BackwardAllocator& allocate, const TensorView& grad_y,
+                        const TensorView& grad_hy, const TensorView& grad_cy,
+                        const TensorView& input, const TensorList& hx, const TensorList& params,
+                        const TensorView& i, const TensorView& j, const TensorView& f,
+                        const TensorView& o, const TensorView& h, const TensorView& c,
+                        const TensorView& tanhc, bool has_biases, int64_t num_layers,
+                        double dropout, bool train, bool bidirectional, bool batch_first,
+                        const TensorView& batch_sizes) {
+  entry_point([&]() {
+    const detail::BackwardInputs saved{&grad_y, &grad_hy, &grad_cy, &i, &j, &f, &o, &h, &c, &tanhc};
+    const detail::LstmProblem dims =
+        detail::check_backward_args(saved, input, hx, params, has_biases, num_layers, dropout,
+                                    train, bidirectional, batch_first, batch_sizes, true);
+    const BackwardShapes shapes = detail::backward_shapes(dims, input, params);
+    const BackwardOutputs out = allocate(shapes);
+    detail::check_backward_outputs(out, shapes, dims,
                                    detail::backward_input_views(saved, input, hx, params, batch_sizes));
     detail::run_lstm_backward(dims, saved, input, hx, params, out);
   });

@@ -189,6 +189,141 @@ TEST(OutForms, BackwardOutEqualsAllocatingForm) {
   }
 }
 
+// The _into forms: one allocation callback, called once with the shapes the
+// shape functions give, after the argument checks; the bits of the allocating
+// forms; the views it returns checked as the _out forms check theirs.
+TEST(IntoForms, ForwardIntoEqualsAllocatingFormAndAllocatesOnce) {
+  for (const LstmConfig& c : out_form_configs()) {
+    SCOPED_TRACE(c.name());
+    const LstmProblem p = make_problem(c, 830);
+    const ForwardResult expected = run_forward(p);
+    const lstmop::ForwardShapes s =
+        lstmop::lstm_forward_shapes(p.input, p.hx_list(), p.param_list(), c.has_biases, c.L, 0.0,
+                                    c.train, c.bidirectional, c.batch_first, p.batch_sizes_view());
+    ForwardResult buffers;
+    int calls = 0;
+    lstmop::lstm_forward_into(
+        [&](const lstmop::ForwardShapes& shapes) {
+          ++calls;
+          EXPECT_EQ(shapes.output, s.output);
+          EXPECT_EQ(shapes.hy, s.hy);
+          EXPECT_EQ(shapes.cy, s.cy);
+          EXPECT_EQ(shapes.i, s.i);
+          EXPECT_EQ(shapes.h, s.h);
+          EXPECT_EQ(shapes.c, s.c);
+          EXPECT_EQ(shapes.tanhc, s.tanhc);
+          buffers.output = sentinel(c.dtype, shapes.output);
+          buffers.hy = sentinel(c.dtype, shapes.hy);
+          buffers.cy = sentinel(c.dtype, shapes.cy);
+          buffers.i = sentinel(c.dtype, shapes.i);
+          buffers.j = sentinel(c.dtype, shapes.j);
+          buffers.f = sentinel(c.dtype, shapes.f);
+          buffers.o = sentinel(c.dtype, shapes.o);
+          buffers.h = sentinel(c.dtype, shapes.h);
+          buffers.c = sentinel(c.dtype, shapes.c);
+          buffers.tanhc = sentinel(c.dtype, shapes.tanhc);
+          return buffers.views();
+        },
+        p.input, p.hx_list(), p.param_list(), c.has_biases, c.L, 0.0, c.train, c.bidirectional,
+        c.batch_first, p.batch_sizes_view());
+    EXPECT_EQ(calls, 1);
+    const NamedViews a = forward_outputs(buffers), b = forward_outputs(expected);
+    for (std::size_t k = 0; k < a.size(); ++k) {
+      EXPECT_TRUE(bitwise_equal(a[k].second, b[k].second)) << a[k].first;
+    }
+  }
+}
+
+TEST(IntoForms, BackwardIntoEqualsAllocatingForm) {
+  for (const LstmConfig& c : out_form_configs()) {
+    if (!c.train) continue;
+    SCOPED_TRACE(c.name());
+    const LstmProblem p = make_problem(c, 840);
+    const LstmGrads g = make_grads(p, 841);
+    const ForwardResult fwd = run_forward(p);
+    const BackwardResult expected = run_backward(p, g, fwd);
+    BackwardResult buffers;
+    int calls = 0;
+    lstmop::lstm_backward_into(
+        [&](const lstmop::BackwardShapes& shapes) {
+          ++calls;
+          buffers.dx = sentinel(c.dtype, shapes.dx);
+          buffers.dhx = {sentinel(c.dtype, shapes.dh0), sentinel(c.dtype, shapes.dc0)};
+          for (const auto& shape : shapes.dparams) {
+            buffers.dparams.push_back(sentinel(c.dtype, shape));
+          }
+          return buffers.views();
+        },
+        g.grad_y, g.grad_hy, g.grad_cy, p.input, p.hx_list(), p.param_list(), fwd.i, fwd.j,
+        fwd.f, fwd.o, fwd.h, fwd.c, fwd.tanhc, c.has_biases, c.L, 0.0, true, c.bidirectional,
+        c.batch_first, p.batch_sizes_view());
+    EXPECT_EQ(calls, 1);
+    const NamedViews a = backward_outputs(buffers), b = backward_outputs(expected);
+    ASSERT_EQ(a.size(), b.size());
+    for (std::size_t k = 0; k < a.size(); ++k) {
+      EXPECT_TRUE(bitwise_equal(a[k].second, b[k].second)) << a[k].first;
+    }
+  }
+}
+
+TEST(IntoForms, BadArgumentsFailBeforeTheCallbackAndBadViewsAfterIt) {
+  LstmConfig c = out_form_configs()[0];
+  const LstmProblem p = make_problem(c, 850);
+  int calls = 0;
+  auto fresh = [&](const lstmop::ForwardShapes& shapes, ForwardResult& r) {
+    ++calls;
+    r.output = sentinel(c.dtype, shapes.output);
+    r.hy = sentinel(c.dtype, shapes.hy);
+    r.cy = sentinel(c.dtype, shapes.cy);
+    r.i = sentinel(c.dtype, shapes.i);
+    r.j = sentinel(c.dtype, shapes.j);
+    r.f = sentinel(c.dtype, shapes.f);
+    r.o = sentinel(c.dtype, shapes.o);
+    r.h = sentinel(c.dtype, shapes.h);
+    r.c = sentinel(c.dtype, shapes.c);
+    r.tanhc = sentinel(c.dtype, shapes.tanhc);
+    return r.views();
+  };
+  ForwardResult r;
+  // A bad argument: lstmop::Error naming it, and no allocation.
+  try {
+    lstmop::lstm_forward_into([&](const lstmop::ForwardShapes& s) { return fresh(s, r); },
+                              p.input, p.hx_list(), p.param_list(), c.has_biases, c.L + 1, 0.0,
+                              c.train, c.bidirectional, c.batch_first, p.batch_sizes_view());
+    ADD_FAILURE() << "no error";
+  } catch (const lstmop::Error& e) {
+    EXPECT_EQ(e.argument(), "params") << e.what();
+  }
+  EXPECT_EQ(calls, 0);
+  // A view of the wrong shape from the callback: the _out form's error, nothing written.
+  try {
+    lstmop::lstm_forward_into(
+        [&](const lstmop::ForwardShapes& s) {
+          lstmop::ForwardOutputs out = fresh(s, r);
+          std::vector<int64_t> wrong = s.hy;
+          wrong.back() += 1;
+          r.hy = sentinel(c.dtype, wrong);
+          out.hy = r.hy.view();
+          return out;
+        },
+        p.input, p.hx_list(), p.param_list(), c.has_biases, c.L, 0.0, c.train, c.bidirectional,
+        c.batch_first, p.batch_sizes_view());
+    ADD_FAILURE() << "no error";
+  } catch (const lstmop::Error& e) {
+    EXPECT_EQ(e.argument(), "out.hy") << e.what();
+  }
+  const Tensor untouched = sentinel(c.dtype, r.output.sizes());
+  EXPECT_TRUE(bitwise_equal(r.output.view(), untouched.view()));
+  // The callback's own exception comes through.
+  EXPECT_THROW(lstmop::lstm_forward_into(
+                   [&](const lstmop::ForwardShapes&) -> lstmop::ForwardOutputs {
+                     throw std::runtime_error("caller's allocation failed");
+                   },
+                   p.input, p.hx_list(), p.param_list(), c.has_biases, c.L, 0.0, c.train,
+                   c.bidirectional, c.batch_first, p.batch_sizes_view()),
+               std::runtime_error);
+}
+
 // ---------------------------------------------------------------------------
 // Shape functions on shape-only views
 // ---------------------------------------------------------------------------
