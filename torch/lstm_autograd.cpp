@@ -161,14 +161,28 @@ class LstmFunction : public torch::autograd::Function<LstmFunction> {
   }
 };
 
-ForwardTuple lstm_autograd(const Tensor& input, TensorList hx, TensorList params, bool has_biases,
-                           int64_t num_layers, double dropout, bool train, bool bidirectional,
-                           c10::optional<bool> batch_first,
+bool any_requires_grad(TensorList tensors);
+
+ForwardTuple lstm_autograd(c10::DispatchKeySet keys, const Tensor& input, TensorList hx,
+                           TensorList params, bool has_biases, int64_t num_layers, double dropout,
+                           bool train, bool bidirectional, c10::optional<bool> batch_first,
                            const c10::optional<Tensor>& batch_sizes) {
+  // Nothing to differentiate, in either mode: the kernel below autograd, redispatched (a
+  // custom Function's node, outputs and saved state would be built and dropped).
+  const bool differentiable =
+      at::GradMode::is_enabled() &&
+      (input.requires_grad() || any_requires_grad(hx) || any_requires_grad(params));
+  const bool tangents = lstmop_torch::any_tangent(input) || lstmop_torch::any_tangent(hx) ||
+                        lstmop_torch::any_tangent(params);
+  if (!differentiable && !tangents) {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    return forward_op().redispatch(keys & c10::after_autograd_keyset, input, hx, params,
+                                   has_biases, num_layers, dropout, train, bidirectional,
+                                   batch_first, batch_sizes);
+  }
   // Forward mode (a dual input, hx or parameter): the op on the primals (reverse mode
   // as always), then the tangents of outputs 0-2 (lstm_aten.h).
-  if (lstmop_torch::any_tangent(input) || lstmop_torch::any_tangent(hx) ||
-      lstmop_torch::any_tangent(params)) {
+  if (tangents) {
     const std::vector<Tensor> hx_primals = lstmop_torch::primals(hx);
     const std::vector<Tensor> params_primals = lstmop_torch::primals(params);
     const DualArguments duals{input, hx, params};
