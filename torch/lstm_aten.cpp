@@ -215,6 +215,26 @@ bool any_tangent(at::TensorList tensors) {
   return false;
 }
 
+namespace {
+
+bool any_requires_grad(at::TensorList tensors) {
+  for (const at::Tensor& t : tensors) {
+    if (t.defined() && t.requires_grad()) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+bool wants_reverse_mode(const at::Tensor& input, at::TensorList hx, at::TensorList params) {
+  return at::GradMode::is_enabled() &&
+         (input.requires_grad() || any_requires_grad(hx) || any_requires_grad(params));
+}
+
+bool wants_forward_mode(const at::Tensor& input, at::TensorList hx, at::TensorList params) {
+  return any_tangent(input) || any_tangent(hx) || any_tangent(params);
+}
+
 at::Tensor primal(const at::Tensor& tensor) {
   return tensor.defined() && tensor._fw_grad(kTangentLevel).defined()
              ? tensor._fw_primal(kTangentLevel)

@@ -40,6 +40,11 @@ constexpr uint64_t kTangentLevel = 0;
 // Whether a defined tensor among these carries a tangent (is a dual tensor).
 bool any_tangent(at::TensorList tensors);
 
+// What a forward call (input, hx, params) asks of autograd: reverse mode (grad
+// mode on and one of them requires grad), forward mode (one carries a tangent).
+bool wants_reverse_mode(const at::Tensor& input, at::TensorList hx, at::TensorList params);
+bool wants_forward_mode(const at::Tensor& input, at::TensorList hx, at::TensorList params);
+
 // The tensor without its tangent: the primal (a view of it) of a dual tensor,
 // the tensor itself otherwise. Gradients of reverse mode reach it through the
 // view.

@@ -161,20 +161,14 @@ class LstmFunction : public torch::autograd::Function<LstmFunction> {
   }
 };
 
-bool any_requires_grad(TensorList tensors);
-
 ForwardTuple lstm_autograd(c10::DispatchKeySet keys, const Tensor& input, TensorList hx,
                            TensorList params, bool has_biases, int64_t num_layers, double dropout,
                            bool train, bool bidirectional, c10::optional<bool> batch_first,
                            const c10::optional<Tensor>& batch_sizes) {
   // Nothing to differentiate, in either mode: the kernel below autograd, redispatched (a
   // custom Function's node, outputs and saved state would be built and dropped).
-  const bool differentiable =
-      at::GradMode::is_enabled() &&
-      (input.requires_grad() || any_requires_grad(hx) || any_requires_grad(params));
-  const bool tangents = lstmop_torch::any_tangent(input) || lstmop_torch::any_tangent(hx) ||
-                        lstmop_torch::any_tangent(params);
-  if (!differentiable && !tangents) {
+  const bool tangents = lstmop_torch::wants_forward_mode(input, hx, params);
+  if (!lstmop_torch::wants_reverse_mode(input, hx, params) && !tangents) {
     at::AutoDispatchBelowADInplaceOrView below_autograd;
     return forward_op().redispatch(keys & c10::after_autograd_keyset, input, hx, params,
                                    has_biases, num_layers, dropout, train, bidirectional,

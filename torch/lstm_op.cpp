@@ -247,9 +247,8 @@ LstmTuple run_lstm(const Tensor& input, TensorList hx, TensorList params, bool h
   // A CPU PackedSequence in one call: the core reads and writes the packed
   // rows themselves (no padded copies of the input, the output, grad_y, dx).
   // Not with tangents: their path is the padded one below (_lstm's).
-  const bool tangents = lstmop_torch::any_tangent(input) || lstmop_torch::any_tangent(hx) ||
-                        lstmop_torch::any_tangent(params);
-  if (packed && input.device().is_cpu() && !between_layers && !tangents) {
+  if (packed && input.device().is_cpu() && !between_layers &&
+      !lstmop_torch::wants_forward_mode(input, hx, params)) {
     const int64_t rows = layout.steps * layout.batch;
     if (!save_activations) {
       const auto r = lstmop_torch::forward_packed_rows(input, hx, params, has_biases, num_layers,
@@ -311,26 +310,15 @@ LstmTuple lstm_kernel(const Tensor& input, TensorList hx, TensorList params, boo
                   batch_first, batch_sizes, /*save_activations=*/false);
 }
 
-bool any_requires_grad(TensorList tensors) {
-  for (const Tensor& t : tensors) {
-    if (t.defined() && t.requires_grad()) return true;
-  }
-  return false;
-}
-
 LstmTuple lstm_autograd(c10::DispatchKeySet keys, const Tensor& input, TensorList hx,
                         TensorList params, bool has_biases, int64_t num_layers, double dropout,
                         bool training, bool bidirectional, bool batch_first,
                         const c10::optional<Tensor>& batch_sizes) {
-  const bool differentiable =
-      at::GradMode::is_enabled() &&
-      (input.requires_grad() || any_requires_grad(hx) || any_requires_grad(params));
+  const bool differentiable = lstmop_torch::wants_reverse_mode(input, hx, params);
   // Forward mode (a dual input, hx or parameter; grad mode is no matter): at the
   // autograd level too, where _lstm's Autograd kernel, the layout and dropout
   // operations carry the tangents.
-  const bool tangents = lstmop_torch::any_tangent(input) || lstmop_torch::any_tangent(hx) ||
-                        lstmop_torch::any_tangent(params);
-  if (!differentiable && !tangents) {
+  if (!differentiable && !lstmop_torch::wants_forward_mode(input, hx, params)) {
     // The kernel below autograd, redispatched (not a second call from the
     // dispatcher's top: one lstmop::lstm event per call for the profiler).
     at::AutoDispatchBelowADInplaceOrView below_autograd;

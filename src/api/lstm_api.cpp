@@ -26,6 +26,48 @@ auto entry_point(Fn&& fn) -> decltype(fn()) {
   return detail::translate_bad_alloc(std::forward<Fn>(fn));
 }
 
+// The computing forms (_out, _into): one pass of the argument checks, then the
+// output views from outputs_for(shapes) (bound to a reference: a view list
+// returned by value lives to the end), checked, then the driver.
+template <class OutputsFor>
+void forward_checked(OutputsFor&& outputs_for, const TensorView& input, const TensorList& hx,
+                     const TensorList& params, bool has_biases, int64_t num_layers,
+                     double dropout, bool train, bool bidirectional, bool batch_first,
+                     const TensorView& batch_sizes) {
+  entry_point([&]() {
+    const detail::LstmProblem dims =
+        detail::check_forward_args(input, hx, params, has_biases, num_layers, dropout, train,
+                                   bidirectional, batch_first, batch_sizes, true);
+    const ForwardShapes shapes = detail::forward_shapes(dims);
+    const ForwardOutputs& out = outputs_for(shapes);
+    detail::check_forward_outputs(out, shapes, dims,
+                                  detail::forward_input_views(input, hx, params, batch_sizes));
+    detail::run_lstm_forward(dims, input, hx, params, out);
+  });
+}
+
+template <class OutputsFor>
+void backward_checked(OutputsFor&& outputs_for, const TensorView& grad_y,
+                      const TensorView& grad_hy, const TensorView& grad_cy,
+                      const TensorView& input, const TensorList& hx, const TensorList& params,
+                      const TensorView& i, const TensorView& j, const TensorView& f,
+                      const TensorView& o, const TensorView& h, const TensorView& c,
+                      const TensorView& tanhc, bool has_biases, int64_t num_layers,
+                      double dropout, bool train, bool bidirectional, bool batch_first,
+                      const TensorView& batch_sizes) {
+  entry_point([&]() {
+    const detail::BackwardInputs saved{&grad_y, &grad_hy, &grad_cy, &i, &j, &f, &o, &h, &c, &tanhc};
+    const detail::LstmProblem dims =
+        detail::check_backward_args(saved, input, hx, params, has_biases, num_layers, dropout,
+                                    train, bidirectional, batch_first, batch_sizes, true);
+    const BackwardShapes shapes = detail::backward_shapes(dims, input, params);
+    const BackwardOutputs& out = outputs_for(shapes);
+    detail::check_backward_outputs(out, shapes, dims,
+                                   detail::backward_input_views(saved, input, hx, params, batch_sizes));
+    detail::run_lstm_backward(dims, saved, input, hx, params, out);
+  });
+}
+
 }  // namespace
 
 ForwardOutputs ForwardResult::views() const {
@@ -60,30 +102,17 @@ void lstm_forward_out(const ForwardOutputs& out, const TensorView& input, const 
                       const TensorList& params, bool has_biases, int64_t num_layers, double dropout,
                       bool train, bool bidirectional, bool batch_first,
                       const TensorView& batch_sizes) {
-  entry_point([&]() {
-    const detail::LstmProblem dims =
-        detail::check_forward_args(input, hx, params, has_biases, num_layers, dropout, train,
-                                   bidirectional, batch_first, batch_sizes, true);
-    detail::check_forward_outputs(out, detail::forward_shapes(dims), dims,
-                                  detail::forward_input_views(input, hx, params, batch_sizes));
-    detail::run_lstm_forward(dims, input, hx, params, out);
-  });
+  forward_checked([&](const ForwardShapes&) -> const ForwardOutputs& { return out; }, input, hx,
+                  params, has_biases, num_layers, dropout, train, bidirectional, batch_first,
+                  batch_sizes);
 }
 
 void lstm_forward_into(const ForwardAllocator& allocate, const TensorView& input,
                        const TensorList& hx, const TensorList& params, bool has_biases,
                        int64_t num_layers, double dropout, bool train, bool bidirectional,
                        bool batch_first, const TensorView& batch_sizes) {
-  entry_point([&]() {
-    const detail::LstmProblem dims =
-        detail::check_forward_args(input, hx, params, has_biases, num_layers, dropout, train,
-                                   bidirectional, batch_first, batch_sizes, true);
-    const ForwardShapes shapes = detail::forward_shapes(dims);
-    const ForwardOutputs out = allocate(shapes);
-    detail::check_forward_outputs(out, shapes, dims,
-                                  detail::forward_input_views(input, hx, params, batch_sizes));
-    detail::run_lstm_forward(dims, input, hx, params, out);
-  });
+  forward_checked(allocate, input, hx, params, has_biases, num_layers, dropout, train,
+                  bidirectional, batch_first, batch_sizes);
 }
 
 ForwardResult lstm_forward(const TensorView& input, const TensorList& hx, const TensorList& params,
@@ -135,15 +164,9 @@ void lstm_backward_out(const BackwardOutputs& out, const TensorView& grad_y,
                        const TensorView& tanhc, bool has_biases, int64_t num_layers,
                        double dropout, bool train, bool bidirectional, bool batch_first,
                        const TensorView& batch_sizes) {
-  entry_point([&]() {
-    const detail::BackwardInputs saved{&grad_y, &grad_hy, &grad_cy, &i, &j, &f, &o, &h, &c, &tanhc};
-    const detail::LstmProblem dims =
-        detail::check_backward_args(saved, input, hx, params, has_biases, num_layers, dropout,
-                                    train, bidirectional, batch_first, batch_sizes, true);
-    detail::check_backward_outputs(out, detail::backward_shapes(dims, input, params), dims,
-                                   detail::backward_input_views(saved, input, hx, params, batch_sizes));
-    detail::run_lstm_backward(dims, saved, input, hx, params, out);
-  });
+  backward_checked([&](const BackwardShapes&) -> const BackwardOutputs& { return out; }, grad_y,
+                   grad_hy, grad_cy, input, hx, params, i, j, f, o, h, c, tanhc, has_biases,
+                   num_layers, dropout, train, bidirectional, batch_first, batch_sizes);
 }
 
 void lstm_backward_into(const BackwardAllocator& allocate, const TensorView& grad_y,
@@ -154,17 +177,9 @@ void lstm_backward_into(const BackwardAllocator& allocate, const TensorView& gra
                         const TensorView& tanhc, bool has_biases, int64_t num_layers,
                         double dropout, bool train, bool bidirectional, bool batch_first,
                         const TensorView& batch_sizes) {
-  entry_point([&]() {
-    const detail::BackwardInputs saved{&grad_y, &grad_hy, &grad_cy, &i, &j, &f, &o, &h, &c, &tanhc};
-    const detail::LstmProblem dims =
-        detail::check_backward_args(saved, input, hx, params, has_biases, num_layers, dropout,
-                                    train, bidirectional, batch_first, batch_sizes, true);
-    const BackwardShapes shapes = detail::backward_shapes(dims, input, params);
-    const BackwardOutputs out = allocate(shapes);
-    detail::check_backward_outputs(out, shapes, dims,
-                                   detail::backward_input_views(saved, input, hx, params, batch_sizes));
-    detail::run_lstm_backward(dims, saved, input, hx, params, out);
-  });
+  backward_checked(allocate, grad_y, grad_hy, grad_cy, input, hx, params, i, j, f, o, h, c, tanhc,
+                   has_biases, num_layers, dropout, train, bidirectional, batch_first,
+                   batch_sizes);
 }
 
 BackwardResult lstm_backward(const TensorView& grad_y, const TensorView& grad_hy,
