@@ -294,6 +294,39 @@ void run_case(const Case& c) {
       }
     }
   }
+  {
+    // The _into form: its callback called once, with the shape function's shapes, only for
+    // arguments lstm_forward accepts; the same outcome and bits.
+    std::vector<lstmop::Tensor> bufs;
+    int calls = 0;
+    const auto outcome = attempt<int>("lstm_forward_into", [&] {
+      lstmop::lstm_forward_into(
+          [&](const lstmop::ForwardShapes& s) {
+            ++calls;
+            for (const auto& shape : forward_shape_list(s)) {
+              bufs.push_back(sentinel(c.input.dtype, shape));
+            }
+            return lstmop::ForwardOutputs{bufs[0], bufs[1], bufs[2], bufs[3], bufs[4],
+                                          bufs[5], bufs[6], bufs[7], bufs[8], bufs[9]};
+          },
+          c.input, c.hx, c.params, c.has_biases, c.num_layers, c.dropout, c.train,
+          c.bidirectional, c.batch_first, c.batch_sizes);
+      return 0;
+    });
+    expect_same_outcome("lstm_forward and lstm_forward_into", fwd, outcome);
+    if (calls != (fwd.ok() ? 1 : 0)) {
+      fail("lstm_forward_into called its allocator " + std::to_string(calls) + " times");
+    }
+    if (fwd.ok()) {
+      const Named got = forward_named(*fwd.value);
+      for (std::size_t k = 0; k < bufs.size(); ++k) {
+        if (shapes.ok() && bufs[k].sizes() != forward_shape_list(*shapes.value)[k]) {
+          fail("lstm_forward_into: not the shape function's shape");
+        }
+        expect_bitwise("lstm_forward_into " + got[k].first, bufs[k], got[k].second);
+      }
+    }
+  }
   sums.verify("forward");
   if (!fwd.ok()) return;
 
