@@ -209,7 +209,8 @@ bool any_requires_grad(TensorList tensors) {
 // even when the caller passes one tensor twice (tied weights). An argument
 // that requires grad is aliased (a view: the gradient still flows on to it,
 // which is what makes the results differentiable); one that does not is
-// detached and made to require grad (its gradient is still returned).
+// detached and made to require grad (its gradient is still returned), keeping
+// its tangent if it has one (forward over reverse mode).
 Tensor differentiation_target(const Tensor& argument) {
   if (argument.requires_grad()) return argument.view_as(argument);  // a tangent stays
   Tensor target = lstmop_torch::primal(argument).detach().requires_grad_(true);
