@@ -47,6 +47,16 @@ void sigmoid_avx512(int64_t n, const float* x, float* y) {
 void tanh_avx512(int64_t n, const float* x, float* y) {
   cell_simd::apply<Avx512, cell_simd::tanh_v<Avx512>>(n, x, y);
 }
+LSTMOP_CELL_TARGET void gate_activations_avx512(int64_t n, const float* x, float* y) {
+  constexpr int kVectors = 8;  // two rows' gates, as the fused steps' epilogues
+  constexpr int64_t kBlock = kVectors * Avx512::kLanes;
+  for (int64_t b = 0; b + kBlock <= n; b += kBlock) {
+    Avx512::reg v[kVectors], g[kVectors];
+    for (int e = 0; e < kVectors; ++e) v[e] = Avx512::loadu(x + b + e * Avx512::kLanes);
+    cell_simd::activate<Avx512, kVectors, cell_simd::gate_tanh_bits(2)>(v, g);
+    for (int e = 0; e < kVectors; ++e) Avx512::storeu(y + b + e * Avx512::kLanes, g[e]);
+  }
+}
 
 template void cell_pass_forward_avx512<float>(int64_t, int64_t, int64_t, int64_t, const float*,
                                               const float*, float*, float*, float*, int64_t,

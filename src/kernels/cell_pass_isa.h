@@ -77,6 +77,10 @@ void cell_pass_forward_avx512(int64_t rows, int64_t H, int64_t u_begin, int64_t 
                               const StepSaved<Storage>* saved);
 void sigmoid_avx512(int64_t n, const float* x, float* y);
 void tanh_avx512(int64_t n, const float* x, float* y);
+// The fused steps' interleaved form (cell_simd::activate over two rows'
+// gates): per block of 8 vectors (128 floats) of x, the third and seventh
+// vector's tanh, the others' sigmoid; n a multiple of 128 (tests).
+void gate_activations_avx512(int64_t n, const float* x, float* y);
 
 }  // namespace detail
 }  // namespace lstmop

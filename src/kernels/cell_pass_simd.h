@@ -49,55 +49,120 @@ namespace lstmop {
 namespace detail {
 namespace cell_simd {
 
-// exp(x) for x <= 88 (NaN kept); x below -87 is taken as -87, so that 2^n
-// is a normal float and p 2^n exact. x above 88 gives a meaningless value:
-// the callers never use one (sigmoid's exp(-x) is replaced by the limit 0
-// for x < -88; tanh's argument is -2|x| <= 0).
-template <class V>
-LSTMOP_CELL_TARGET inline LSTMOP_ALWAYS_INLINE typename V::reg exp_v(typename V::reg x) {
-  x = V::max(V::set1(-87.0f), x);
-  const auto n = V::round_nearest(V::mul(x, V::set1(1.44269504088896341f)));
+// y[e] = tanh(v[e]) where bit e of kTanh is set, else sigmoid(v[e]), for M
+// vectors; the only definition of the activations (sigmoid_v and tanh_v
+// below are its M = 1 forms). Each step is applied to all M vectors before
+// the next, so that M independent chains of the exp (tens of cycles of
+// latency each) overlap in the core instead of one activation waiting on the
+// previous one's; lane for lane the operations are the same whatever M is.
+//
+// exp(x) for x <= 88 (NaN kept); x below -87 is taken as -87, so that 2^n is
+// a normal float and p 2^n exact. x above 88 gives a meaningless value: it is
+// never used (sigmoid's exp(-x) is replaced by the limit 0 for x < -88;
+// tanh's argument is -2|x| <= 0).
+template <class V, int M, uint32_t kTanh>
+LSTMOP_CELL_TARGET inline LSTMOP_ALWAYS_INLINE void activate_interleaved(
+    const typename V::reg (&v)[M], typename V::reg (&y)[M]) {
+  static_assert(M <= 32, "kTanh holds 32 bits");
+  using reg = typename V::reg;
+  constexpr auto is_tanh = [](int e) { return ((kTanh >> e) & 1u) != 0; };
+  reg x[M], n[M], r[M], p[M];
+  // exp's argument: -v for a sigmoid, -2|v| for tanh.
+#pragma GCC unroll 32
+  for (int e = 0; e < M; ++e) {
+    x[e] = is_tanh(e) ? V::mul(V::abs(v[e]), V::set1(-2.0f)) : V::sub(V::set1(0.0f), v[e]);
+  }
+#pragma GCC unroll 32
+  for (int e = 0; e < M; ++e) x[e] = V::max(V::set1(-87.0f), x[e]);
+#pragma GCC unroll 32
+  for (int e = 0; e < M; ++e) {
+    n[e] = V::round_nearest(V::mul(x[e], V::set1(1.44269504088896341f)));
+  }
   // ln 2 = 0.693359375 - 2.12194440e-4: n * 0.693359375 is exact for |n| < 2^15.
-  auto r = V::fnmadd(n, V::set1(0.693359375f), x);
-  r = V::fnmadd(n, V::set1(-2.12194440e-4f), r);
-  auto p = V::set1(1.9875691500e-4f);
-  p = V::fmadd(p, r, V::set1(1.3981999507e-3f));
-  p = V::fmadd(p, r, V::set1(8.3334519073e-3f));
-  p = V::fmadd(p, r, V::set1(4.1665795894e-2f));
-  p = V::fmadd(p, r, V::set1(1.6666665459e-1f));
-  p = V::fmadd(p, r, V::set1(5.0000001201e-1f));
-  p = V::fmadd(p, V::mul(r, r), r);
-  p = V::add(p, V::set1(1.0f));
+#pragma GCC unroll 32
+  for (int e = 0; e < M; ++e) r[e] = V::fnmadd(n[e], V::set1(0.693359375f), x[e]);
+#pragma GCC unroll 32
+  for (int e = 0; e < M; ++e) r[e] = V::fnmadd(n[e], V::set1(-2.12194440e-4f), r[e]);
+#pragma GCC unroll 32
+  for (int e = 0; e < M; ++e) {
+    p[e] = V::fmadd(V::set1(1.9875691500e-4f), r[e], V::set1(1.3981999507e-3f));
+  }
+#pragma GCC unroll 32
+  for (int e = 0; e < M; ++e) p[e] = V::fmadd(p[e], r[e], V::set1(8.3334519073e-3f));
+#pragma GCC unroll 32
+  for (int e = 0; e < M; ++e) p[e] = V::fmadd(p[e], r[e], V::set1(4.1665795894e-2f));
+#pragma GCC unroll 32
+  for (int e = 0; e < M; ++e) p[e] = V::fmadd(p[e], r[e], V::set1(1.6666665459e-1f));
+#pragma GCC unroll 32
+  for (int e = 0; e < M; ++e) p[e] = V::fmadd(p[e], r[e], V::set1(5.0000001201e-1f));
+#pragma GCC unroll 32
+  for (int e = 0; e < M; ++e) p[e] = V::fmadd(p[e], V::mul(r[e], r[e]), r[e]);
   // A NaN n gives a meaningless 2^n, but p is NaN then and so is the product.
-  return V::scale2(p, n);
+#pragma GCC unroll 32
+  for (int e = 0; e < M; ++e) p[e] = V::scale2(V::add(p[e], V::set1(1.0f)), n[e]);
+  const reg one = V::set1(1.0f);
+#pragma GCC unroll 32
+  for (int e = 0; e < M; ++e) {
+    if (!is_tanh(e)) {
+      // sigmoid = 1 / (1 + exp(-v)); exp(-v) is capped at exp(88): the exact
+      // limit 0 below -88 (false for NaN).
+      y[e] = V::zero_where(V::less(v[e], V::set1(-88.0f)), V::div(one, V::add(one, p[e])));
+    } else {
+      // tanh = sign(v) (1 - e) / (1 + e), e = exp(-2|v|); for |v| < 0.3
+      // v + v^3 (-1/3 + v^2 (2/15 + v^2 (-17/315 + ...))).
+      const reg ax = V::abs(v[e]);
+      const reg large = V::div(V::sub(one, p[e]), V::add(one, p[e]));
+      const reg x2 = V::mul(ax, ax);
+      reg q = V::set1(21844.0f / 6081075.0f);
+      q = V::fmadd(q, x2, V::set1(-1382.0f / 155925.0f));
+      q = V::fmadd(q, x2, V::set1(62.0f / 2835.0f));
+      q = V::fmadd(q, x2, V::set1(-17.0f / 315.0f));
+      q = V::fmadd(q, x2, V::set1(2.0f / 15.0f));
+      q = V::fmadd(q, x2, V::set1(-1.0f / 3.0f));
+      const reg small = V::fmadd(V::mul(q, x2), ax, ax);
+      y[e] = V::with_sign_of(V::select(V::less(ax, V::set1(0.3f)), large, small), v[e]);
+    }
+  }
 }
 
 template <class V>
 LSTMOP_CELL_TARGET inline LSTMOP_ALWAYS_INLINE typename V::reg sigmoid_v(typename V::reg x) {
-  const auto one = V::set1(1.0f);
-  const auto e = exp_v<V>(V::sub(V::set1(0.0f), x));
-  const auto s = V::div(one, V::add(one, e));
-  // exp(-x) is capped at exp(88): give the exact limit 0 below -88 (false for NaN).
-  return V::zero_where(V::less(x, V::set1(-88.0f)), s);
+  const typename V::reg v[1] = {x};
+  typename V::reg y[1];
+  activate_interleaved<V, 1, 0u>(v, y);
+  return y[0];
 }
 
 template <class V>
 LSTMOP_CELL_TARGET inline LSTMOP_ALWAYS_INLINE typename V::reg tanh_v(typename V::reg x) {
-  const auto ax = V::abs(x);
-  const auto one = V::set1(1.0f);
-  const auto e = exp_v<V>(V::mul(ax, V::set1(-2.0f)));
-  const auto large = V::div(V::sub(one, e), V::add(one, e));
-  // tanh x = x + x^3 (-1/3 + x^2 (2/15 + x^2 (-17/315 + ...))) for |x| < 0.3.
-  const auto x2 = V::mul(ax, ax);
-  auto q = V::set1(21844.0f / 6081075.0f);
-  q = V::fmadd(q, x2, V::set1(-1382.0f / 155925.0f));
-  q = V::fmadd(q, x2, V::set1(62.0f / 2835.0f));
-  q = V::fmadd(q, x2, V::set1(-17.0f / 315.0f));
-  q = V::fmadd(q, x2, V::set1(2.0f / 15.0f));
-  q = V::fmadd(q, x2, V::set1(-1.0f / 3.0f));
-  const auto small = V::fmadd(V::mul(q, x2), ax, ax);
-  const auto t = V::select(V::less(ax, V::set1(0.3f)), large, small);
-  return V::with_sign_of(t, x);
+  const typename V::reg v[1] = {x};
+  typename V::reg y[1];
+  activate_interleaved<V, 1, 1u>(v, y);
+  return y[0];
+}
+
+// activate_interleaved where the registers hold it: with AVX-512's 32 the M
+// activations interleaved (T=200 B=8 I=H=128 inference on Zen 5: bfloat16
+// 5.6%, float32 3% faster than one at a time); AVX2's 16 would spill them
+// (B=1 2% slower), so there one activation after the other.
+template <class V, int M, uint32_t kTanh>
+LSTMOP_CELL_TARGET inline LSTMOP_ALWAYS_INLINE void activate(const typename V::reg (&v)[M],
+                                                             typename V::reg (&y)[M]) {
+  if constexpr (V::kLanes < 16) {
+#pragma GCC unroll 32
+    for (int e = 0; e < M; ++e) {
+      y[e] = ((kTanh >> e) & 1u) != 0 ? tanh_v<V>(v[e]) : sigmoid_v<V>(v[e]);
+    }
+  } else {
+    activate_interleaved<V, M, kTanh>(v, y);
+  }
+}
+
+// kTanh of `rows` rows' gates laid out (i, f, g, o) per row: g is the tanh.
+constexpr uint32_t gate_tanh_bits(int rows) {
+  uint32_t bits = 0;
+  for (int r = 0; r < rows; ++r) bits |= 4u << (4 * r);
+  return bits;
 }
 
 // Full vectors use plain loads and stores, only a row's last partial vector
@@ -152,10 +217,11 @@ LSTMOP_CELL_TARGET inline void forward_block(int64_t H, int64_t k, int64_t count
                                              const float* bias, float* c, float* h, float* out,
                                              const StepSaved<Storage>* saved, int64_t e) {
   const typename V::Tail m = V::tail(count);
-  const auto gi = sigmoid_v<V>(preactivation<V, kFull>(m, a + k, bias + k));
-  const auto gf = sigmoid_v<V>(preactivation<V, kFull>(m, a + H + k, bias + H + k));
-  const auto gj = tanh_v<V>(preactivation<V, kFull>(m, a + 2 * H + k, bias + 2 * H + k));
-  const auto go = sigmoid_v<V>(preactivation<V, kFull>(m, a + 3 * H + k, bias + 3 * H + k));
+  typename V::reg x[4], g[4];
+#pragma GCC unroll 4
+  for (int q = 0; q < 4; ++q) x[q] = preactivation<V, kFull>(m, a + q * H + k, bias + q * H + k);
+  activate<V, 4, gate_tanh_bits(1)>(x, g);
+  const auto gi = g[0], gf = g[1], gj = g[2], go = g[3];
   const auto cn = V::add(V::mul(gf, load<V, kFull>(m, c + k)), V::mul(gi, gj));
   const auto tc = tanh_v<V>(cn);
   const auto hn = V::mul(go, tc);

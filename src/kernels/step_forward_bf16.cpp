@@ -127,6 +127,56 @@ LSTMOP_CELL_TARGET inline void store_saved(Storage* dst, __mmask16 m, int64_t co
   }
 }
 
+// The cell of C rows' accumulators acc[0..C) (rows row0.. of the step, units
+// [u, u + count)): their 4C gate activations and C tanh(c) interleaved
+// (cell_simd::activate), then c, h and the saved tensors.
+template <int C, class Storage>
+LSTMOP_CELL_TARGET inline LSTMOP_ALWAYS_INLINE void cell_rows(const __m512 (*acc)[4],
+                                                              const Bf16StepArgs& s,
+                                                              const StepSaved<Storage>* saved,
+                                                              int64_t H, int64_t row0, int64_t u,
+                                                              __mmask16 m, int64_t count) {
+  __m512 a[4 * C], g[4 * C];
+#pragma GCC unroll 8
+  for (int e = 0; e < 4 * C; ++e) {
+    const int q = e % 4;
+    a[e] = s.gx != nullptr
+               ? _mm512_add_ps(acc[e / 4][q], _mm512_maskz_loadu_ps(m, s.bias + q * H + u))
+               : acc[e / 4][q];
+  }
+  cell_simd::activate<V, 4 * C, cell_simd::gate_tanh_bits(C)>(a, g);
+  __m512 cn[C], tc[C];
+#pragma GCC unroll 2
+  for (int i = 0; i < C; ++i) {
+    const __m512 c_prev = _mm512_maskz_loadu_ps(m, s.c_state + (row0 + i) * H + u);
+    cn[i] = V::add(V::mul(g[4 * i + 1], c_prev), V::mul(g[4 * i], g[4 * i + 2]));
+  }
+  cell_simd::activate<V, C, (1u << C) - 1u>(cn, tc);
+#pragma GCC unroll 2
+  for (int i = 0; i < C; ++i) {
+    const int64_t row = row0 + i;
+    const __m512 hn = V::mul(g[4 * i + 3], tc[i]);
+    const __m512 rounded = V::round_bfloat16(hn);  // the next products' operand
+    // bfloat16 calls store the rounded h; float32 calls the float32 one.
+    const __m512 stored = std::is_same_v<Storage, BFloat16> ? rounded : hn;
+    const __m256i bits = bits_of_rounded(rounded);
+    store_float(s.c_state + row * H + u, m, count, cn[i]);
+    store_bits(s.h_out_bits + row * s.ld_out_bits + u, m, count, bits);
+    if (s.h_next != nullptr) store_bits(s.h_next + row * H + u, m, count, bits);
+    if (s.h_out != nullptr) store_float(s.h_out + row * s.ld_out + u, m, count, stored);
+    if (saved != nullptr) {
+      const int64_t e = row * H + u;
+      store_saved<Storage>(saved->i + e, m, count, g[4 * i]);
+      store_saved<Storage>(saved->j + e, m, count, g[4 * i + 2]);
+      store_saved<Storage>(saved->f + e, m, count, g[4 * i + 1]);
+      store_saved<Storage>(saved->o + e, m, count, g[4 * i + 3]);
+      store_saved<Storage>(saved->c + e, m, count, cn[i]);
+      store_saved<Storage>(saved->tanhc + e, m, count, tc[i]);
+      store_saved<Storage>(saved->h + e, m, count, stored);
+    }
+  }
+}
+
 template <int R, class Storage>
 LSTMOP_CELL_TARGET void tile(const Bf16StepWeights& w, const Bf16StepArgs& s,
                              const StepSaved<Storage>* saved, int64_t r0, int64_t u,
@@ -146,40 +196,14 @@ LSTMOP_CELL_TARGET void tile(const Bf16StepWeights& w, const Bf16StepArgs& s,
   }
   if (K0 > 0) chain<R>(acc, K0, s.x + r0 * s.ld_x, s.ld_x, block, pf);
   chain<R>(acc, K1, s.h_prev + r0 * s.ld_h, s.ld_h, block + pairs(K0) * kPairRow, pf);
-  for (int r = 0; r < R; ++r) {
-    const int64_t row = r0 + r;
-    float* c = s.c_state + row * H + u;
-    __m512 a[4];
-#pragma GCC unroll 4
-    for (int q = 0; q < 4; ++q) {
-      a[q] = s.gx != nullptr ? _mm512_add_ps(acc[r][q], _mm512_maskz_loadu_ps(m, s.bias + q * H + u))
-                             : acc[r][q];
-    }
-    const __m512 gi = cell_simd::sigmoid_v<V>(a[0]);
-    const __m512 gf = cell_simd::sigmoid_v<V>(a[1]);
-    const __m512 gj = cell_simd::tanh_v<V>(a[2]);
-    const __m512 go = cell_simd::sigmoid_v<V>(a[3]);
-    const __m512 cn = V::add(V::mul(gf, _mm512_maskz_loadu_ps(m, c)), V::mul(gi, gj));
-    const __m512 tc = cell_simd::tanh_v<V>(cn);
-    const __m512 hn = V::mul(go, tc);
-    const __m512 rounded = V::round_bfloat16(hn);  // the next products' operand
-    // bfloat16 calls store the rounded h; float32 calls the float32 one.
-    const __m512 stored = std::is_same_v<Storage, BFloat16> ? rounded : hn;
-    const __m256i bits = bits_of_rounded(rounded);
-    store_float(c, m, count, cn);
-    store_bits(s.h_out_bits + row * s.ld_out_bits + u, m, count, bits);
-    if (s.h_next != nullptr) store_bits(s.h_next + row * H + u, m, count, bits);
-    if (s.h_out != nullptr) store_float(s.h_out + row * s.ld_out + u, m, count, stored);
-    if (saved != nullptr) {
-      const int64_t e = row * H + u;
-      store_saved<Storage>(saved->i + e, m, count, gi);
-      store_saved<Storage>(saved->j + e, m, count, gj);
-      store_saved<Storage>(saved->f + e, m, count, gf);
-      store_saved<Storage>(saved->o + e, m, count, go);
-      store_saved<Storage>(saved->c + e, m, count, cn);
-      store_saved<Storage>(saved->tanhc + e, m, count, tc);
-      store_saved<Storage>(saved->h + e, m, count, stored);
-    }
+  // The cell two rows at a time (their activations interleaved), an odd R's
+  // last row alone.
+#pragma GCC unroll 3
+  for (int r = 0; r + 2 <= R; r += 2) {
+    cell_rows<2, Storage>(acc + r, s, saved, H, r0 + r, u, m, count);
+  }
+  if constexpr (R % 2 != 0) {
+    cell_rows<1, Storage>(acc + R - 1, s, saved, H, r0 + R - 1, u, m, count);
   }
 }
 

@@ -7,7 +7,8 @@
 // (one vector per row and gate), R <= kMaxRows<V> (6 with 32 AVX-512
 // registers, 3 with AVX2's 16). The k loop loads the group's four gate
 // vectors of row k (adjacent, step_forward.h) and broadcasts one A element
-// per row; the epilogue runs the cell on each row's four accumulators.
+// per row; the epilogue runs the cell on the rows' accumulators, two rows
+// at a time (their activations interleaved, cell_pass_simd.h: activate).
 // Groups are outside, balanced row blocks inside, so a group's weights
 // (K x 4 x kLanes floats) are read from L2 once a step and reused by every
 // row block; large weights are prefetched a group ahead (NextBlock,
@@ -134,33 +135,58 @@ LSTMOP_CELL_TARGET inline void chain(typename V::reg (&acc)[R][4], int64_t K, co
   }
 }
 
-// The cell of one row's pre-activations a (i, f, g, o) for units
-// [u, u + count): c, h and the saved tensors (step_forward.h).
-template <class V, class Storage>
-LSTMOP_CELL_TARGET inline LSTMOP_ALWAYS_INLINE void cell_row(
-    const typename V::reg (&a)[4], const ForwardStepArgs& s, const StepSaved<Storage>* saved,
-    int64_t H, int64_t row, int64_t u, const typename V::Tail& m, int64_t count) {
-  float* c = s.c_state + row * H + u;
-  const auto gi = cell_simd::sigmoid_v<V>(a[0]);
-  const auto gf = cell_simd::sigmoid_v<V>(a[1]);
-  const auto gj = cell_simd::tanh_v<V>(a[2]);
-  const auto go = cell_simd::sigmoid_v<V>(a[3]);
-  const auto cn = V::add(V::mul(gf, load_lanes<V>(m, count, c)), V::mul(gi, gj));
-  const auto tc = cell_simd::tanh_v<V>(cn);
-  const auto hn = as_stored<V, Storage>(V::mul(go, tc));
-  store_as<V, float>(c, m, count, cn);
-  store_as<V, float>(s.h_out + row * s.ld_out + u, m, count, hn);
-  if (s.h_next != nullptr) store_as<V, float>(s.h_next + row * H + u, m, count, hn);
-  if (saved != nullptr) {
-    const int64_t e = row * H + u;
-    const bool stream = s.stream_saved;
-    store_saved<V, Storage>(saved->i + e, m, count, gi, stream);
-    store_saved<V, Storage>(saved->j + e, m, count, gj, stream);
-    store_saved<V, Storage>(saved->f + e, m, count, gf, stream);
-    store_saved<V, Storage>(saved->o + e, m, count, go, stream);
-    store_saved<V, Storage>(saved->c + e, m, count, cn, stream);
-    store_saved<V, Storage>(saved->tanhc + e, m, count, tc, stream);
-    if (saved->h != nullptr) store_saved<V, Storage>(saved->h + e, m, count, hn, stream);
+// The cell of C rows' pre-activations a[i] = (i, f, g, o) (rows row0 + i of
+// the step, units [u, u + count)): c, h and the saved tensors
+// (step_forward.h). The rows' 4C gate activations and C tanh(c) run
+// interleaved (cell_simd::activate: the same bits as one at a time).
+template <class V, int C, class Storage>
+LSTMOP_CELL_TARGET inline LSTMOP_ALWAYS_INLINE void cell_rows(
+    const typename V::reg (*a)[4], const ForwardStepArgs& s, const StepSaved<Storage>* saved,
+    int64_t H, int64_t row0, int64_t u, const typename V::Tail& m, int64_t count) {
+  using reg = typename V::reg;
+  reg x[4 * C], g[4 * C];
+#pragma GCC unroll 8
+  for (int e = 0; e < 4 * C; ++e) x[e] = a[e / 4][e % 4];
+  cell_simd::activate<V, 4 * C, cell_simd::gate_tanh_bits(C)>(x, g);
+  reg cn[C], tc[C];
+#pragma GCC unroll 2
+  for (int i = 0; i < C; ++i) {
+    const auto c_prev = load_lanes<V>(m, count, s.c_state + (row0 + i) * H + u);
+    cn[i] = V::add(V::mul(g[4 * i + 1], c_prev), V::mul(g[4 * i], g[4 * i + 2]));
+  }
+  cell_simd::activate<V, C, (1u << C) - 1u>(cn, tc);
+#pragma GCC unroll 2
+  for (int i = 0; i < C; ++i) {
+    const int64_t row = row0 + i;
+    const auto hn = as_stored<V, Storage>(V::mul(g[4 * i + 3], tc[i]));
+    store_as<V, float>(s.c_state + row * H + u, m, count, cn[i]);
+    store_as<V, float>(s.h_out + row * s.ld_out + u, m, count, hn);
+    if (s.h_next != nullptr) store_as<V, float>(s.h_next + row * H + u, m, count, hn);
+    if (saved != nullptr) {
+      const int64_t e = row * H + u;
+      const bool stream = s.stream_saved;
+      store_saved<V, Storage>(saved->i + e, m, count, g[4 * i], stream);
+      store_saved<V, Storage>(saved->j + e, m, count, g[4 * i + 2], stream);
+      store_saved<V, Storage>(saved->f + e, m, count, g[4 * i + 1], stream);
+      store_saved<V, Storage>(saved->o + e, m, count, g[4 * i + 3], stream);
+      store_saved<V, Storage>(saved->c + e, m, count, cn[i], stream);
+      store_saved<V, Storage>(saved->tanhc + e, m, count, tc[i], stream);
+      if (saved->h != nullptr) store_saved<V, Storage>(saved->h + e, m, count, hn, stream);
+    }
+  }
+}
+
+// The cell of R rows, two at a time (an odd R's last row alone).
+template <class V, int R, class Storage>
+LSTMOP_CELL_TARGET inline LSTMOP_ALWAYS_INLINE void cell_tile(
+    const typename V::reg (&a)[R][4], const ForwardStepArgs& s, const StepSaved<Storage>* saved,
+    int64_t H, int64_t r0, int64_t u, const typename V::Tail& m, int64_t count) {
+#pragma GCC unroll 6
+  for (int r = 0; r + 2 <= R; r += 2) {
+    cell_rows<V, 2, Storage>(a + r, s, saved, H, r0 + r, u, m, count);
+  }
+  if constexpr (R % 2 != 0) {
+    cell_rows<V, 1, Storage>(a + R - 1, s, saved, H, r0 + R - 1, u, m, count);
   }
 }
 
@@ -197,16 +223,16 @@ LSTMOP_CELL_TARGET void tile(const ForwardStepWeights& w, const ForwardStepArgs&
     if (K0 > 0) chain<V, R>(acc, K0, s.x + r0 * s.ld_x, s.ld_x, block, pf);
     chain<V, R>(acc, K1, s.h_prev + r0 * s.ld_h, s.ld_h, block + K0 * 4 * W, pf);
   }
-  for (int r = 0; r < R; ++r) {
-    typename V::reg a[4];
+  if (!kChained && s.gx != nullptr) {
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r) {
 #pragma GCC unroll 4
-    for (int q = 0; q < 4; ++q) {
-      a[q] = !kChained && s.gx != nullptr
-                 ? V::add(acc[r][q], load_lanes<V>(m, count, s.bias + q * H + u))
-                 : acc[r][q];
+      for (int q = 0; q < 4; ++q) {
+        acc[r][q] = V::add(acc[r][q], load_lanes<V>(m, count, s.bias + q * H + u));
+      }
     }
-    cell_row<V, Storage>(a, s, saved, H, r0 + r, u, m, count);
   }
+  cell_tile<V, R, Storage>(acc, s, saved, H, r0, u, m, count);
 }
 
 template <class V, int R, class Storage, bool kChained>
@@ -275,11 +301,15 @@ LSTMOP_CELL_TARGET void pair_tile(const ForwardStepWeights& w, const ForwardStep
       }
     }
   }
+  typename V::reg a[R][4];
+#pragma GCC unroll 12
   for (int r = 0; r < R; ++r) {
-    const typename V::reg a[4] = {V::loadu(first[r][0]), V::loadu(first[r][1]), acc[r][0],
-                                  acc[r][1]};
-    cell_row<V, Storage>(a, s, saved, H, r0 + r, u, m, count);
+    a[r][0] = V::loadu(first[r][0]);
+    a[r][1] = V::loadu(first[r][1]);
+    a[r][2] = acc[r][0];
+    a[r][3] = acc[r][1];
   }
+  cell_tile<V, R, Storage>(a, s, saved, H, r0, u, m, count);
 }
 
 template <class V, int R, class Storage>

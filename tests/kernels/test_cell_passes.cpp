@@ -674,6 +674,35 @@ TEST(CellPassActivations, Avx512WithinStatedErrorOfDoubleAndGivesTheAvx2Bits) {
   EXPECT_EQ(0, std::memcmp(s2.data(), s512.data(), s2.size() * sizeof(float)));
 }
 
+// The fused steps' epilogues interleave two rows' eight gate activations
+// (cell_simd::activate): each vector gets the bits of its activation applied
+// alone (sigmoid_avx512 / tanh_avx512), on the sweep and the limits.
+TEST(CellPassActivations, Avx512InterleavedGatesGiveTheBitsOfOneAtATime) {
+  if (!isa_supported(Isa::Avx512)) GTEST_SKIP() << "needs AVX-512 F/BW, which this CPU lacks";
+  std::vector<float> x = activation_sweep();
+  const float inf = std::numeric_limits<float>::infinity();
+  for (float v : {inf, -inf, 1e4f, -1e4f, 88.5f, -88.5f, std::numeric_limits<float>::quiet_NaN(),
+                  -0.0f, 0.0f, 0.3f, -0.3f, std::nextafter(0.3f, 0.0f)}) {
+    x.push_back(v);
+  }
+  x.resize((x.size() + 127) / 128 * 128, 0.5f);
+  const int64_t n = static_cast<int64_t>(x.size());
+  std::vector<float> g(x.size()), s(x.size()), t(x.size());
+  gate_activations_avx512(n, x.data(), g.data());
+  sigmoid_avx512(n, x.data(), s.data());
+  tanh_avx512(n, x.data(), t.data());
+  int64_t differing = 0;
+  for (int64_t k = 0; k < n; ++k) {
+    const bool is_tanh = (k / 16) % 4 == 2;
+    const float want = is_tanh ? t[k] : s[k];
+    if (std::memcmp(&g[k], &want, sizeof want) != 0 && ++differing <= 5) {
+      ADD_FAILURE() << "x = " << x[k] << " (" << (is_tanh ? "tanh" : "sigmoid") << "): " << g[k]
+                    << " interleaved, " << want << " alone";
+    }
+  }
+  EXPECT_EQ(differing, 0);
+}
+
 }  // namespace
 }  // namespace detail
 }  // namespace lstmop
