@@ -96,9 +96,16 @@ LSTMOP_CELL_TARGET inline void chain(__m512 (&acc)[R][4], int64_t K, const uint1
   }
 }
 
-// The bfloat16 bits of 16 floats already rounded to bfloat16 (low halves 0).
-LSTMOP_CELL_TARGET inline __m256i bits_of_rounded(__m512 v) {
-  return _mm512_cvtepi32_epi16(_mm512_srli_epi32(_mm512_castps_si512(v), 16));
+// The bfloat16 bits of 16 floats, rounded to nearest even (vcvtneps2bf16:
+// float_to_bfloat16's bits for every float but subnormals, which it takes
+// as zero; this step runs only in calls that flush subnormals, whose
+// arithmetic never makes one, lstm_plan.h: bf16_products).
+LSTMOP_CELL_TARGET inline __m256i bfloat16_bits(__m512 v) {
+  return (__m256i)_mm512_cvtneps_pbh(v);
+}
+// 16 bfloat16 bits as floats, exactly.
+LSTMOP_CELL_TARGET inline __m512 widened(__m256i bits) {
+  return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(bits), 16));
 }
 
 LSTMOP_CELL_TARGET inline void store_bits(uint16_t* dst, __mmask16 m, int64_t count, __m256i v) {
@@ -123,7 +130,7 @@ LSTMOP_CELL_TARGET inline void store_saved(Storage* dst, __mmask16 m, int64_t co
   if constexpr (std::is_same_v<Storage, float>) {
     store_float(dst, m, count, v);
   } else {
-    store_bits(reinterpret_cast<uint16_t*>(dst), m, count, bits_of_rounded(V::round_bfloat16(v)));
+    store_bits(reinterpret_cast<uint16_t*>(dst), m, count, bfloat16_bits(v));
   }
 }
 
@@ -156,10 +163,9 @@ LSTMOP_CELL_TARGET inline LSTMOP_ALWAYS_INLINE void cell_rows(const __m512 (*acc
   for (int i = 0; i < C; ++i) {
     const int64_t row = row0 + i;
     const __m512 hn = V::mul(g[4 * i + 3], tc[i]);
-    const __m512 rounded = V::round_bfloat16(hn);  // the next products' operand
+    const __m256i bits = bfloat16_bits(hn);  // the next products' operand
     // bfloat16 calls store the rounded h; float32 calls the float32 one.
-    const __m512 stored = std::is_same_v<Storage, BFloat16> ? rounded : hn;
-    const __m256i bits = bits_of_rounded(rounded);
+    const __m512 stored = std::is_same_v<Storage, BFloat16> ? widened(bits) : hn;
     store_float(s.c_state + row * H + u, m, count, cn[i]);
     store_bits(s.h_out_bits + row * s.ld_out_bits + u, m, count, bits);
     if (s.h_next != nullptr) store_bits(s.h_next + row * H + u, m, count, bits);
