@@ -332,31 +332,50 @@ def test_backward_op_tangent_is_the_backward_of_the_tangent(which):
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
 def test_low_precision_tangents_are_as_close_to_float64_as_torchs(dtype):
-    """On the same values (the float64 reference multiplies the dtype's values): the largest
-    relative error of each tangent no larger than torch.nn.LSTM's own (x1.25, as
-    issue 13 asks of the outputs)."""
+    """On the same values (the float64 reference multiplies the dtype's values), over four
+    draws: each tangent's root-mean-square error relative to its largest magnitude no larger
+    than torch.nn.LSTM's own (x1.25, as issue 13 asks of the outputs); in bfloat16 each draw's
+    largest error too. In float32 both errors are a rounding or two of the scale (1-3e-7),
+    where the largest of 1280 of them is a draw's luck (on an Intel Xeon, 2026-12-07: torch's
+    1.0-1.8x lstmop's and back again across seeds, the mean squares within 15%): there the
+    largest error is held to 8 float32 epsilons of the scale instead."""
     kwargs = dict(input_size=8, hidden_size=16, num_layers=2)
     reference, module = twin_modules(**kwargs)
-    g = torch.Generator().manual_seed(17)
-    x = torch.randn(20, 4, 8, generator=g).to(dtype)
-    tx = torch.randn(20, 4, 8, generator=g).to(dtype)
     exact = lstmop.nn.LSTM(**kwargs).double()
     exact.load_state_dict({k: v.to(dtype).double() for k, v in reference.state_dict().items()})
+    squares = {"lstmop": [0.0] * 3, "torch": [0.0] * 3}
+    count = [0] * 3
+    for seed in range(17, 21):
+        g = torch.Generator().manual_seed(seed)
+        x = torch.randn(20, 4, 8, generator=g).to(dtype)
+        tx = torch.randn(20, 4, 8, generator=g).to(dtype)
 
-    def tangents(m, d):
-        with torch.no_grad(), fwAD.dual_level():
-            y, (hy, cy) = m.to(d)(fwAD.make_dual(x.to(d), tx.to(d)))
-            return [tangent_of(t).double() for t in (y, hy, cy)]
+        def tangents(m, d):
+            with torch.no_grad(), fwAD.dual_level():
+                y, (hy, cy) = m.to(d)(fwAD.make_dual(x.to(d), tx.to(d)))
+                return [tangent_of(t).double() for t in (y, hy, cy)]
 
-    truth = tangents(exact, torch.float64)
-    theirs = tangents(reference, dtype)
-    ours = tangents(module, dtype)
-    for t, a, b in zip(truth, theirs, ours):
-        scale = t.abs().max()
-        err_theirs = ((a - t).abs().max() / scale).item()
-        err_ours = ((b - t).abs().max() / scale).item()
-        print(f"{dtype}: lstmop {err_ours:.2e}, torch {err_theirs:.2e}")
-        assert err_ours <= 1.25 * err_theirs
+        truth = tangents(exact, torch.float64)
+        theirs = tangents(reference, dtype)
+        ours = tangents(module, dtype)
+        for k, (t, a, b) in enumerate(zip(truth, theirs, ours)):
+            scale = t.abs().max()
+            err_theirs = ((a - t).abs().max() / scale).item()
+            err_ours = ((b - t).abs().max() / scale).item()
+            print(f"{dtype} seed {seed}: largest error lstmop {err_ours:.2e}, "
+                  f"torch {err_theirs:.2e}")
+            if dtype == torch.bfloat16:
+                assert err_ours <= 1.25 * err_theirs
+            else:
+                assert err_ours <= 8 * torch.finfo(torch.float32).eps
+            squares["lstmop"][k] += ((b - t) / scale).pow(2).sum().item()
+            squares["torch"][k] += ((a - t) / scale).pow(2).sum().item()
+            count[k] += t.numel()
+    for k in range(3):
+        rms_ours = (squares["lstmop"][k] / count[k]) ** 0.5
+        rms_theirs = (squares["torch"][k] / count[k]) ** 0.5
+        print(f"{dtype} output {k}: rms error lstmop {rms_ours:.2e}, torch {rms_theirs:.2e}")
+        assert rms_ours <= 1.25 * rms_theirs
 
 
 def test_empty_batch_tangents_have_torchs_shapes():
