@@ -53,10 +53,12 @@
 #include "gemm/bf16_matmul_step.h"
 #include "gemm/gemm.h"
 #include "kernels/cell_pass.h"
+#include "kernels/cpu_features.h"
 #include "kernels/recurrent_product.h"
 #include "kernels/recurrent_rows.h"
 #include "kernels/step_forward.h"
 #include "kernels/recurrent_product_bf16.h"
+#include "kernels/step_forward_amx.h"
 #include "kernels/step_forward_bf16.h"
 #include "plan/bidirectional_threads.h"
 #include "plan/lstm_plan.h"
@@ -96,6 +98,9 @@ struct DirectionWorkspace {
   // product, w_hh (4H, H) packed into `matmul` for the steps' products).
   Workspace<uint16_t> w_ih_bits, w_hh_bits;
   Bf16MatmulStep matmul;
+  // ... its steps on lstmop's AMX tiles (step_forward_amx.h): w_hh packed
+  // for them, and the steps' h operands (B, amx_k_padded(H)), zero past H.
+  Workspace<uint16_t> amx_w_hh, amx_h_bits[2];
 };
 
 // A layer's input and output, the float values and (bf16_products) the
@@ -153,7 +158,8 @@ class ForwardDriver {
       }
     }
     const int64_t max_in = std::max(p.I, p.D * p.R);
-    if (matmul_form_) {
+    if (amx_form_) amx_form_ = matmul_form_ && amx_step_supported(p.H);
+    if (matmul_form_ && !amx_form_) {
       const std::vector<int64_t> rows = distinct_step_batches(p);
       for (int64_t k = 0; k < t.direction_workspaces && matmul_form_; ++k) {
         matmul_form_ = !rows.empty() && dir_[k].matmul.prepare(p.H, 4 * p.H, Transpose::Yes,
@@ -185,6 +191,13 @@ class ForwardDriver {
         if (matmul_form_) {
           arena_.add(w.w_ih_bits, "w_ih's bfloat16 values (4H, input_size)", plan_.w_ih_bits);
           arena_.add(w.w_hh_bits, "w_hh's bfloat16 values (4H, H)", plan_.w_hh_bits);
+          const int64_t kp = amx_k_padded(p.H);
+          arena_.add(w.amx_w_hh, "w_hh packed for AMX tiles",
+                     amx_form_ ? amx_packed_size(p.H) : 1);
+          for (Workspace<uint16_t>& h : w.amx_h_bits) {
+            arena_.add(h, "the hidden state's bfloat16 values for AMX tiles (B, H padded to 32)",
+                       amx_form_ ? p.B * kp : 1);
+          }
         } else if (bf16_projection()) {
           arena_.add(w.w_ih_bits, "w_ih's bfloat16 values (4H, input_size)", plan_.w_ih_bits);
           w.bf16_step.allocate(arena_, p.H, 0, p.H);
@@ -674,6 +687,11 @@ class ForwardDriver {
       } else {
         round_rows_to_bfloat16_bits(w.w_hh_rows, G, w.ld_hh, H, w.w_hh_bits.data());
       }
+      if (amx_form_) {
+        bf16_input_product(s, in_size, w, layer);
+        run_amx_steps(s, dir, w, layer);
+        return;
+      }
       w.matmul.set_b(w.w_hh_bits.data());
       bf16_input_product(s, in_size, w, layer);
       const int64_t n_state = p_.B * H;
@@ -702,6 +720,76 @@ class ForwardDriver {
       }
     } else {
       (void)s, (void)dir, (void)in_size, (void)w, (void)layer;
+    }
+  }
+
+  // The matmul form's steps on AMX tiles (amx_form_): per block of at most
+  // 16 rows and 16 units the recurrent product into the step's gates, then at
+  // once, while those gates are in L1, the cell pass of the block and its h
+  // rounded to bfloat16 (the next step's operand); the same values as the
+  // oneDNN steps (the cell pass is per element), sums in the tiles' order.
+  void run_amx_steps(int64_t s, int64_t dir, DirectionWorkspace<Acc>& w, const Layer<Acc>& layer) {
+    if constexpr (kFloat) {
+      const int64_t G = 4 * p_.H, H = p_.H, DH = p_.D * H, kp = amx_k_padded(H);
+      amx_pack_w_hh(H, w.w_hh_bits.data(), H, w.amx_w_hh.data());
+      for (Workspace<uint16_t>& bits : w.amx_h_bits) {
+        std::fill_n(bits.data(), p_.B * kp, uint16_t{0});
+      }
+      for (int64_t r = 0; r < p_.B; ++r) {
+        for (int64_t k = 0; k < H; ++k) {
+          w.amx_h_bits[0].data()[r * kp + k] = float_to_bfloat16(w.h[0].data()[r * H + k]);
+        }
+      }
+      // Rows a step does not reach keep the initial state (variable length:
+      // the reverse direction's sequences join at their last step).
+      std::copy_n(w.amx_h_bits[0].data(), p_.B * kp, w.amx_h_bits[1].data());
+      float* h = w.h[1].data();  // the step's float h (rows, H)
+      struct Block {
+        const ForwardDriver* self;
+        DirectionWorkspace<Acc>* w;
+        float* gates;
+        float* h;
+        float* out;
+        int64_t ld_out;
+        const StepSaved<Storage>* saved;
+        uint16_t* next;
+      };
+      const auto done = [](void* ctx, int64_t r0, int64_t block_rows, int64_t u0) {
+        const Block& b = *static_cast<const Block*>(ctx);
+        const int64_t H = b.self->p_.H, kp = amx_k_padded(H);
+        StepSaved<Storage> part;
+        const StepSaved<Storage>* saved = nullptr;
+        if (b.saved != nullptr) {
+          const auto at = [&](Storage* v) { return v == nullptr ? v : v + r0 * H; };
+          part = {at(b.saved->i), at(b.saved->j), at(b.saved->f), at(b.saved->o),
+                  at(b.saved->h), at(b.saved->c), at(b.saved->tanhc)};
+          saved = &part;
+        }
+        cell_pass_forward<float, Storage>(block_rows, H, u0, u0 + 16, b.gates + r0 * 4 * H,
+                                          b.w->bias.data(), b.w->c_state.data() + r0 * H,
+                                          b.h + r0 * H, b.out + r0 * b.ld_out, b.ld_out, saved);
+        for (int64_t r = r0; r < r0 + block_rows; ++r) {
+          round_to_bfloat16_bits(b.h + r * H + u0, 16, b.next + r * kp + u0);
+        }
+      };
+      for (int64_t n = 0; n < p_.T; ++n) {
+        const int64_t t = dir == 0 ? n : p_.T - 1 - n;
+        const int64_t rows = p_.step_batch[t];
+        if (rows == 0) continue;
+        const int64_t off = p_.step_offset[t];
+        const StepSaved<Storage> saved = p_.train ? saved_at(s, t) : StepSaved<Storage>{};
+        uint16_t* next = w.amx_h_bits[(n + 1) % 2].data();
+        Block b{this, &w, w.gates.data() + off * G, h,
+                bits_only() ? h : layer.y + off * DH + dir * H, bits_only() ? H : DH,
+                p_.train ? &saved : nullptr, next};
+        amx_step_forward(rows, H, w.amx_w_hh.data(), w.amx_h_bits[n % 2].data(), kp, b.gates,
+                         done, &b);
+        for (int64_t r = 0; r < rows; ++r) {
+          std::copy_n(next + r * kp, H, layer.y_bits + (off + r) * DH + dir * H);
+        }
+      }
+    } else {
+      (void)s, (void)dir, (void)w, (void)layer;
     }
   }
 
@@ -970,6 +1058,9 @@ class ForwardDriver {
   // The bfloat16 products in the matmul form (the plan's, unless oneDNN
   // could not ready its products: then the fused step).
   bool matmul_form_ = plan_.bf16_matmul_step;
+  // ... on lstmop's AMX tiles (kernel_choice().bf16_amx_step, the shape
+  // amx_step_supported).
+  bool amx_form_ = plan_.bf16_matmul_step && kernels::kernel_choice().bf16_amx_step;
   WorkspaceArena arena_;
   Workspace<Acc> x0_;
   Workspace<Acc> y_[2];

@@ -73,8 +73,9 @@ Isa requested_cap() {
   return Isa::Avx512;
 }
 
-// LSTMOP_BF16_STEP: "matmul" or "fused" decide the bfloat16 products' step
-// form; anything else (unset) leaves it to the CPU (matmul with AMX).
+// LSTMOP_BF16_STEP: "matmul" (oneDNN's matmul per step) or "fused" decide the
+// bfloat16 products' step form; anything else (unset) leaves it to the CPU
+// (with AMX: the matmul form on lstmop's AMX tiles where the shape allows).
 const char* bf16_step_request() {
   const char* env = std::getenv("LSTMOP_BF16_STEP");
   if (env != nullptr && std::strcmp(env, "matmul") == 0) return "matmul";
@@ -127,6 +128,7 @@ const KernelChoice& kernel_choice() {
     c.bf16_matmul_step = c.bf16_step && (request == "matmul" ||
                                          (request.empty() && cpu_features().amx_bf16));
     c.bf16_matmul_min_batch = request == "matmul" ? 1 : 4;
+    c.bf16_amx_step = c.bf16_matmul_step && request.empty() && cpu_features().amx_bf16;
     c.gemm_tn_at_full_rate = c.cap == Isa::Avx512;
     return c;
   }();
@@ -143,6 +145,7 @@ std::string describe(const KernelChoice& c) {
          ", bf16 step on oneDNN matmul " +
          (c.bf16_matmul_step ? "from batch " + std::to_string(c.bf16_matmul_min_batch) : "no") +
          (amx_bf16_usable() ? " (AMX)" : "") +
+         (c.bf16_amx_step ? ", on lstmop's AMX tiles" : "") +
          ", TN weight gradients " + (c.gemm_tn_at_full_rate ? "yes" : "no");
 }
 

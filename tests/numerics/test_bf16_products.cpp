@@ -14,7 +14,9 @@
 //   LSTMOP_BF16_STEP; ctest reruns these suites in the other form).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <limits>
 #include <random>
 #include <string>
@@ -24,6 +26,7 @@
 #include "gemm/bf16_matmul_step.h"
 #include "gemm/gemm.h"
 #include "kernels/cpu_features.h"
+#include "kernels/step_forward_amx.h"
 #include "plan/lstm_plan.h"
 #include "lstm_test_support.h"
 #include "lstmop/lstmop.h"
@@ -147,6 +150,120 @@ TEST(Bf16MatmulStep, MatchesDoubleReference) {
     for (auto [k, n] : {std::pair<int64_t, int64_t>{40, 160}, {136, 34}, {7, 5}}) {
       for (bool accumulate : {false, true}) check_matmul_step(k, n, tb, accumulate, gen);
     }
+  }
+}
+
+// The AMX step (step_forward_amx.h): gates += h w_hh^T within the float32
+// sum's bound of the double sum of the exact products, the rows past the
+// step's and the padding of h untouched, and `done` once per block of at most
+// 16 rows and 16 units, in order, after that block's sums (its gates final).
+TEST(Bf16AmxStep, MatchesDoubleReferenceBlockByBlock) {
+  if (!lstmop::kernels::amx_bf16_usable()) {
+    std::printf("[bf16 AMX step] no AMX tiles for bfloat16 (AMX-TILE, AMX-BF16, the OS's "
+                "permission): lstmop's AMX step is not used here; not run\n");
+    return;
+  }
+  std::printf("[bf16 AMX step] AMX tiles usable: checked\n");
+  std::mt19937 gen(23);
+  std::uniform_real_distribution<float> dist(-2.0f, 2.0f);
+  for (int64_t H : {16, 48, 64}) {
+    ASSERT_TRUE(lstmop::detail::amx_step_supported(H));
+    const int64_t G = 4 * H, kp = lstmop::detail::amx_k_padded(H);
+    EXPECT_EQ(kp, (H + 31) / 32 * 32);
+    std::vector<uint16_t> w(static_cast<std::size_t>(G * H));
+    for (auto& v : w) v = bits_of(dist(gen));
+    std::vector<uint16_t> packed(static_cast<std::size_t>(lstmop::detail::amx_packed_size(H)));
+    lstmop::detail::amx_pack_w_hh(H, w.data(), H, packed.data());
+    for (int64_t rows : {1, 5, 16, 17, 35}) {
+      SCOPED_TRACE(::testing::Message() << "H " << H << " rows " << rows);
+      std::vector<uint16_t> h(static_cast<std::size_t>(rows * kp), 0);
+      for (int64_t r = 0; r < rows; ++r) {
+        for (int64_t k = 0; k < H; ++k) h[r * kp + k] = bits_of(dist(gen));
+      }
+      std::vector<float> start(static_cast<std::size_t>((rows + 1) * G));
+      for (auto& v : start) v = dist(gen);
+      std::vector<float> gates = start;
+      struct Seen {
+        std::vector<std::tuple<int64_t, int64_t, int64_t>> blocks;
+      } seen;
+      // Per block, the gates of that block as they were when it was done.
+      std::vector<float> block_values(gates.size(), std::nanf(""));
+      struct Ctx {
+        Seen* seen;
+        std::vector<float>* gates;
+        std::vector<float>* values;
+        int64_t H;
+      } ctx{&seen, &gates, &block_values, H};
+      const auto record = [](void* c, int64_t r0, int64_t block_rows, int64_t u0) {
+        Ctx& x = *static_cast<Ctx*>(c);
+        x.seen->blocks.emplace_back(r0, block_rows, u0);
+        const int64_t G4 = 4 * x.H;
+        for (int64_t r = r0; r < r0 + block_rows; ++r) {
+          for (int64_t g = 0; g < 4; ++g) {
+            for (int64_t u = u0; u < u0 + 16; ++u) {
+              (*x.values)[r * G4 + g * x.H + u] = (*x.gates)[r * G4 + g * x.H + u];
+            }
+          }
+        }
+      };
+      const std::vector<uint16_t> h_before = h;
+      lstmop::detail::amx_step_forward(rows, H, packed.data(), h.data(), kp, gates.data(),
+                                       record, &ctx);
+      EXPECT_EQ(h, h_before);
+      std::vector<std::tuple<int64_t, int64_t, int64_t>> expected;
+      for (int64_t r0 = 0; r0 < rows; r0 += 16) {
+        for (int64_t u0 = 0; u0 < H; u0 += 16) {
+          expected.emplace_back(r0, std::min<int64_t>(16, rows - r0), u0);
+        }
+      }
+      EXPECT_EQ(seen.blocks, expected);
+      for (int64_t r = 0; r <= rows; ++r) {
+        for (int64_t n = 0; n < G; ++n) {
+          const float got = gates[r * G + n];
+          if (r == rows) {
+            ASSERT_EQ(got, start[r * G + n]) << "a row past the step's written";
+            continue;
+          }
+          ASSERT_EQ(got, block_values[r * G + n]) << "gates(" << r << ", " << n
+                                                  << ") changed after its block was done";
+          double ref = start[r * G + n], bound = std::fabs(ref);
+          for (int64_t k = 0; k < H; ++k) {
+            const double prod = static_cast<double>(lstmop::bfloat16_to_float(h[r * kp + k])) *
+                                lstmop::bfloat16_to_float(w[n * H + k]);
+            ref += prod;
+            bound += std::fabs(prod);
+          }
+          ASSERT_LE(std::fabs(got - ref), (H + 1) * std::ldexp(1.0, -24) * bound)
+              << "gates(" << r << ", " << n << ")";
+        }
+      }
+    }
+  }
+}
+
+// Which calls run the AMX step: bfloat16 (and float32 at fp32_precision
+// bf16) in the matmul form, H a multiple of 16, the CPU's default choice
+// (LSTMOP_BF16_STEP=matmul keeps oneDNN's matmul per step).
+TEST(Bf16AmxStep, TakenWhereTheCpuAndShapeAllow) {
+  const auto& choice = lstmop::kernels::kernel_choice();
+  std::printf("[bf16 AMX step] %s\n", choice.bf16_amx_step
+                                           ? "taken: bfloat16 matmul-form calls with H % 16 == 0"
+                                           : "not taken here (no AMX, or LSTMOP_BF16_STEP set)");
+  EXPECT_EQ(choice.bf16_amx_step, choice.bf16_matmul_step && lstmop::kernels::amx_bf16_usable() &&
+                                      std::getenv("LSTMOP_BF16_STEP") == nullptr);
+  EXPECT_FALSE(lstmop::detail::amx_step_supported(20));
+  for (auto [H, dtype] : {std::pair<int64_t, DType>{16, DType::BFloat16}, {20, DType::BFloat16},
+                          {32, DType::Float32}}) {
+    LstmConfig c;
+    c.dtype = dtype;
+    c.T = 3, c.B = 5, c.I = 6, c.H = H;
+    const LstmProblem p = make_problem(c, 3);
+    if (dtype == DType::Float32) lstmop::set_fp32_precision("bf16");
+    const int64_t before = lstmop::detail::amx_step_runs();
+    run_forward(p);
+    lstmop::set_fp32_precision("ieee");
+    const bool taken = choice.bf16_amx_step && H % 16 == 0;
+    EXPECT_EQ(lstmop::detail::amx_step_runs() - before, taken ? c.T : 0) << c.name();
   }
 }
 

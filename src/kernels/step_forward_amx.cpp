@@ -1,0 +1,123 @@
+// The AMX step of step_forward_amx.h: tile configuration, the kernel and the
+// packing. The tile registers: 0..3 the block's four gate tiles (C), 4 the
+// block's h (A, rows x 32 k), 5..7 w_hh's tiles (B, 16 k pairs x 16 units)
+// in rotation.
+#include "kernels/step_forward_amx.h"
+
+#include <immintrin.h>
+
+#include <atomic>
+#include <cstring>
+
+#include "kernels/cpu_features.h"
+
+namespace lstmop {
+namespace detail {
+namespace {
+
+#define LSTMOP_TARGET_AMX __attribute__((target("amx-tile,amx-bf16,avx512f,avx512bw")))
+
+std::atomic<int64_t> g_runs{0};
+
+constexpr int64_t kTile = 512;  // elements (bfloat16) of a B tile: 16 x 64 bytes
+
+// The palette-1 configuration: C and A tiles of `rows` rows, B tiles of 16.
+struct alignas(64) TileConfig {
+  uint8_t palette = 1;
+  uint8_t start_row = 0;
+  uint8_t reserved[14] = {};
+  uint16_t colsb[16] = {};
+  uint8_t rows[16] = {};
+};
+
+LSTMOP_TARGET_AMX void load_config(int64_t rows) {
+  TileConfig c;
+  for (int t = 0; t < 8; ++t) {
+    c.colsb[t] = 64;
+    c.rows[t] = static_cast<uint8_t>(t < 5 ? rows : 16);
+  }
+  _tile_loadconfig(&c);
+}
+
+LSTMOP_TARGET_AMX void release_tiles() { _tile_release(); }
+
+// One block: rows of this configuration from r0, units u0..u0+15.
+LSTMOP_TARGET_AMX inline void block(int64_t H, int64_t kb, const uint16_t* b, const uint16_t* a,
+                                    int64_t ldh, float* c) {
+  const int64_t ldc = 4 * H * static_cast<int64_t>(sizeof(float));
+  _tile_loadd(0, c, ldc);
+  _tile_loadd(1, c + H, ldc);
+  _tile_loadd(2, c + 2 * H, ldc);
+  _tile_loadd(3, c + 3 * H, ldc);
+  const int64_t lda = ldh * static_cast<int64_t>(sizeof(uint16_t));
+  for (int64_t q = 0; q < kb; ++q, b += 4 * kTile) {
+    _tile_loadd(4, a + q * 32, lda);
+    _tile_loadd(5, b, 64);
+    _tile_dpbf16ps(0, 4, 5);
+    _tile_loadd(6, b + kTile, 64);
+    _tile_dpbf16ps(1, 4, 6);
+    _tile_loadd(7, b + 2 * kTile, 64);
+    _tile_dpbf16ps(2, 4, 7);
+    _tile_loadd(5, b + 3 * kTile, 64);
+    _tile_dpbf16ps(3, 4, 5);
+  }
+  _tile_stored(0, c, ldc);
+  _tile_stored(1, c + H, ldc);
+  _tile_stored(2, c + 2 * H, ldc);
+  _tile_stored(3, c + 3 * H, ldc);
+}
+
+}  // namespace
+
+int64_t amx_k_padded(int64_t H) { return (H + 31) / 32 * 32; }
+
+bool amx_step_supported(int64_t H) {
+  return H > 0 && H % 16 == 0 && kernels::amx_bf16_usable();
+}
+
+int64_t amx_packed_size(int64_t H) { return H / 16 * (amx_k_padded(H) / 32) * 4 * kTile; }
+
+void amx_pack_w_hh(int64_t H, const uint16_t* w_hh, int64_t ld, uint16_t* packed) {
+  const int64_t kb = amx_k_padded(H) / 32;
+  for (int64_t ub = 0; ub < H / 16; ++ub) {
+    for (int64_t q = 0; q < kb; ++q) {
+      for (int64_t g = 0; g < 4; ++g) {
+        uint16_t* tile = packed + ((ub * kb + q) * 4 + g) * kTile;
+        for (int64_t p = 0; p < 16; ++p) {
+          for (int64_t u = 0; u < 16; ++u) {
+            const uint16_t* row = w_hh + (g * H + ub * 16 + u) * ld;
+            for (int64_t e = 0; e < 2; ++e) {
+              const int64_t k = q * 32 + 2 * p + e;
+              tile[p * 32 + u * 2 + e] = k < H ? row[k] : uint16_t{0};
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
+LSTMOP_TARGET_AMX void amx_step_forward(int64_t rows, int64_t H, const uint16_t* packed,
+                                        const uint16_t* h, int64_t ldh, float* gates,
+                                        AmxBlockDone done, void* ctx) {
+  g_runs.fetch_add(1, std::memory_order_relaxed);
+  const int64_t kb = amx_k_padded(H) / 32, G = 4 * H;
+  int64_t configured = 0;
+  for (int64_t r0 = 0; r0 < rows; r0 += 16) {
+    const int64_t block_rows = rows - r0 < 16 ? rows - r0 : 16;
+    if (block_rows != configured) {
+      load_config(block_rows);
+      configured = block_rows;
+    }
+    for (int64_t u0 = 0; u0 < H; u0 += 16) {
+      block(H, kb, packed + u0 / 16 * kb * 4 * kTile, h + r0 * ldh, ldh, gates + r0 * G + u0);
+      done(ctx, r0, block_rows, u0);
+    }
+  }
+  if (configured != 0) release_tiles();
+}
+
+int64_t amx_step_runs() { return g_runs.load(); }
+
+}  // namespace detail
+}  // namespace lstmop

@@ -1,0 +1,48 @@
+// Internal: the bfloat16 products' per-step recurrent product on AMX tiles
+// (Intel Sapphire Rapids and later), with the cell pass fused after each tile
+// block: the matmul form's step (ForwardPlan::bf16_matmul_step) where
+// kernel_choice().bf16_amx_step, instead of oneDNN's matmul per step.
+//
+//   gates[r, g*H + u] += sum_k h[r, k] w_hh[g*H + u, k]     (r < rows, u < H)
+//
+// h and w_hh bfloat16 bits, gates float. A block is at most 16 rows by 16
+// hidden units (a tile of each gate, i f g o): its four tiles start as the
+// step's gates (the input product, written before), take the k blocks of 32
+// in order (tdpbf16ps: each product of two bfloat16 values exact in float32,
+// added to the float32 tile), go back to the gates, and then `done` runs for
+// the block (the driver's cell pass over those rows and units, while they are
+// in L1). The sums depend on the sizes only: the bits are the same whichever
+// thread or call runs them. The tile unit reads subnormal operands as zero
+// and flushes subnormal results: used only where the call flushes subnormals.
+#pragma once
+
+#include <cstdint>
+
+namespace lstmop {
+namespace detail {
+
+// H's k extent padded to the tiles' 32: the row stride (in elements) of the
+// h operand's rows, whose columns [H, amx_k_padded(H)) must be zero.
+int64_t amx_k_padded(int64_t H);
+// True where the form runs: AMX usable (kernels/cpu_features.h) and H a
+// multiple of 16 (whole unit blocks).
+bool amx_step_supported(int64_t H);
+// Elements of the packed w_hh: per block of 16 units, per k block of 32, the
+// four gates' tiles of 16 k pairs x 16 units x 2 (VNNI), zero past H in k.
+int64_t amx_packed_size(int64_t H);
+// w_hh's bits (4H, H), row stride ld, into that layout.
+void amx_pack_w_hh(int64_t H, const uint16_t* w_hh, int64_t ld, uint16_t* packed);
+
+// The step: gates (rows, 4H) row stride 4H; h (rows, amx_k_padded(H)) row
+// stride ldh >= amx_k_padded(H); done(ctx, r0, block_rows, u0) after each
+// block of rows [r0, r0 + block_rows) and units [u0, u0 + 16).
+using AmxBlockDone = void (*)(void* ctx, int64_t r0, int64_t block_rows, int64_t u0);
+void amx_step_forward(int64_t rows, int64_t H, const uint16_t* packed, const uint16_t* h,
+                      int64_t ldh, float* gates, AmxBlockDone done, void* ctx);
+
+// The number of amx_step_forward calls in this process (tests: which path a
+// call took).
+int64_t amx_step_runs();
+
+}  // namespace detail
+}  // namespace lstmop
