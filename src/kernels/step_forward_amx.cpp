@@ -41,9 +41,10 @@ LSTMOP_TARGET_AMX void load_config(int64_t rows) {
 
 LSTMOP_TARGET_AMX void release_tiles() { _tile_release(); }
 
-// One block: rows of this configuration from r0, units u0..u0+15.
-LSTMOP_TARGET_AMX inline void block(int64_t H, int64_t kb, const uint16_t* b, const uint16_t* a,
-                                    int64_t ldh, float* c) {
+// One block's products: rows of this configuration from r0, units
+// u0..u0+15, into tiles 0..3 (store_block writes them back).
+LSTMOP_TARGET_AMX inline void multiply_block(int64_t H, int64_t kb, const uint16_t* b,
+                                             const uint16_t* a, int64_t ldh, const float* c) {
   const int64_t ldc = 4 * H * static_cast<int64_t>(sizeof(float));
   _tile_loadd(0, c, ldc);
   _tile_loadd(1, c + H, ldc);
@@ -61,6 +62,10 @@ LSTMOP_TARGET_AMX inline void block(int64_t H, int64_t kb, const uint16_t* b, co
     _tile_loadd(5, b + 3 * kTile, 64);
     _tile_dpbf16ps(3, 4, 5);
   }
+}
+
+LSTMOP_TARGET_AMX inline void store_block(int64_t H, float* c) {
+  const int64_t ldc = 4 * H * static_cast<int64_t>(sizeof(float));
   _tile_stored(0, c, ldc);
   _tile_stored(1, c + H, ldc);
   _tile_stored(2, c + 2 * H, ldc);
@@ -102,7 +107,11 @@ LSTMOP_TARGET_AMX void amx_step_forward(int64_t rows, int64_t H, const uint16_t*
                                         AmxBlockDone done, void* ctx) {
   g_runs.fetch_add(1, std::memory_order_relaxed);
   const int64_t kb = amx_k_padded(H) / 32, G = 4 * H;
+  // Software-pipelined: a block's products are issued, then the previous
+  // block's `done` runs (the core's vector units) while the tile unit
+  // computes them, then they are stored.
   int64_t configured = 0;
+  int64_t prev_r0 = -1, prev_rows = 0, prev_u0 = 0;
   for (int64_t r0 = 0; r0 < rows; r0 += 16) {
     const int64_t block_rows = rows - r0 < 16 ? rows - r0 : 16;
     if (block_rows != configured) {
@@ -110,10 +119,14 @@ LSTMOP_TARGET_AMX void amx_step_forward(int64_t rows, int64_t H, const uint16_t*
       configured = block_rows;
     }
     for (int64_t u0 = 0; u0 < H; u0 += 16) {
-      block(H, kb, packed + u0 / 16 * kb * 4 * kTile, h + r0 * ldh, ldh, gates + r0 * G + u0);
-      done(ctx, r0, block_rows, u0);
+      float* c = gates + r0 * G + u0;
+      multiply_block(H, kb, packed + u0 / 16 * kb * 4 * kTile, h + r0 * ldh, ldh, c);
+      if (prev_r0 >= 0) done(ctx, prev_r0, prev_rows, prev_u0);
+      store_block(H, c);
+      prev_r0 = r0, prev_rows = block_rows, prev_u0 = u0;
     }
   }
+  if (prev_r0 >= 0) done(ctx, prev_r0, prev_rows, prev_u0);
   if (configured != 0) release_tiles();
 }
 
