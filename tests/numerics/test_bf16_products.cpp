@@ -252,17 +252,27 @@ TEST(Bf16AmxStep, TakenWhereTheCpuAndShapeAllow) {
   EXPECT_EQ(choice.bf16_amx_step, choice.bf16_matmul_step && lstmop::kernels::amx_bf16_usable() &&
                                       std::getenv("LSTMOP_BF16_STEP") == nullptr);
   EXPECT_FALSE(lstmop::detail::amx_step_supported(20));
-  for (auto [H, dtype] : {std::pair<int64_t, DType>{16, DType::BFloat16}, {20, DType::BFloat16},
-                          {32, DType::Float32}}) {
+  struct Case {
+    int64_t H, B;
+    DType dtype;
+    bool train;
+  };
+  // Below bf16_matmul_min_batch rows only inference (training's backward
+  // would run oneDNN's matmul per step there: the fused form).
+  for (const Case& k : {Case{16, 5, DType::BFloat16, true}, Case{20, 5, DType::BFloat16, true},
+                        Case{32, 5, DType::Float32, true}, Case{16, 2, DType::BFloat16, false},
+                        Case{16, 2, DType::BFloat16, true}}) {
     LstmConfig c;
-    c.dtype = dtype;
-    c.T = 3, c.B = 5, c.I = 6, c.H = H;
+    c.dtype = k.dtype;
+    c.T = 3, c.B = k.B, c.I = 6, c.H = k.H;
+    c.train = k.train;
     const LstmProblem p = make_problem(c, 3);
-    if (dtype == DType::Float32) lstmop::set_fp32_precision("bf16");
+    if (k.dtype == DType::Float32) lstmop::set_fp32_precision("bf16");
     const int64_t before = lstmop::detail::amx_step_runs();
     run_forward(p);
     lstmop::set_fp32_precision("ieee");
-    const bool taken = choice.bf16_amx_step && H % 16 == 0;
+    const bool taken = choice.bf16_amx_step && k.H % 16 == 0 &&
+                       (k.B >= choice.bf16_matmul_min_batch || !k.train);
     EXPECT_EQ(lstmop::detail::amx_step_runs() - before, taken ? c.T : 0) << c.name();
   }
 }
