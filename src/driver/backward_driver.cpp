@@ -45,8 +45,10 @@
 #include "gemm/gemm.h"
 #include "gemm/transpose.h"
 #include "kernels/cell_pass.h"
+#include "kernels/cpu_features.h"
 #include "kernels/recurrent_product.h"
 #include "kernels/recurrent_product_bf16.h"
+#include "kernels/step_forward_amx.h"
 #include "plan/lstm_plan.h"
 
 namespace lstmop {
@@ -90,6 +92,8 @@ struct DirectionWorkspace {
   // packed into `matmul` for the dh product.
   Workspace<uint16_t> w_hh_bits;
   Bf16MatmulStep matmul;
+  // ... its dh on lstmop's AMX tiles (step_forward_amx.h): w_hh packed for it.
+  Workspace<uint16_t> amx_w_hh;
 };
 
 template <class Acc>
@@ -112,7 +116,8 @@ class BackwardDriver {
     arena_.add(d_out_, "the gradient of a layer's output (valid rows, D*R)", plan_.layer_rows);
     arena_.add(d_in_, "the gradient of a layer's input (valid rows, input_size)",
                plan_.layer_rows);
-    if (matmul_form_) {
+    if (amx_form_) amx_form_ = matmul_form_ && amx_step_supported(p.H);
+    if (matmul_form_ && !amx_form_) {
       const std::vector<int64_t> rows = distinct_step_batches(p);
       for (int64_t k = 0; k < t.direction_workspaces && matmul_form_; ++k) {
         matmul_form_ = dir_[k].matmul.prepare(4 * p.H, p.H, Transpose::No, rows, 4 * p.H, p.H,
@@ -140,6 +145,8 @@ class BackwardDriver {
       if (plan_.bf16_products) {  // never with projections (lstm_plan.h): R = H
         if (matmul_form_) {
           arena_.add(w.w_hh_bits, "w_hh's bfloat16 values (4H, H)", plan_.w_hh_bits);
+          arena_.add(w.amx_w_hh, "w_hh packed for AMX tiles",
+                     amx_form_ ? amx_dh_packed_size(p.H) : 1);
         } else {
           w.bf16_recurrent.allocate(arena_, 4 * p.H, p.H);
         }
@@ -445,7 +452,9 @@ class BackwardDriver {
     if constexpr (kFloat) {
       if (plan_.bf16_products) {
         const uint16_t* a = own.d_gates_bits.data() + p_.step_offset[t] * G;
-        if (matmul_form_) {  // one part: all columns
+        if (amx_form_) {  // one part: all columns
+          if (rows > 0) amx_dh(rows, p_.H, w.amx_w_hh.data(), a, w.dh_state.data());
+        } else if (matmul_form_) {
           if (rows > 0) w.matmul.multiply(rows, a, w.dh_state.data());
         } else {
           w.bf16_recurrent.multiply(rows, a, G, w.dh_state.data(), R, u0, u1);
@@ -684,7 +693,11 @@ class BackwardDriver {
       if (plan_.bf16_products) {
         if (matmul_form_) {
           round_rows_to_bfloat16_bits(w.w_hh_rows, G, w.ld_hh, H, w.w_hh_bits.data());
-          w.matmul.set_b(w.w_hh_bits.data());
+          if (amx_form_) {
+            amx_pack_w_hh_for_dh(H, w.w_hh_bits.data(), H, w.amx_w_hh.data());
+          } else {
+            w.matmul.set_b(w.w_hh_bits.data());
+          }
         } else {
           w.bf16_recurrent.set_b(w.w_hh_rows, w.ld_hh);
         }
@@ -838,6 +851,9 @@ class BackwardDriver {
   // The bfloat16 products' dh product on oneDNN's matmul (the plan's, unless
   // oneDNN could not ready it: then Bf16RecurrentProduct).
   bool matmul_form_ = plan_.bf16_matmul_step;
+  // ... on lstmop's AMX tiles (kernel_choice().bf16_amx_step, the shape
+  // amx_step_supported).
+  bool amx_form_ = plan_.bf16_matmul_step && kernels::kernel_choice().bf16_amx_step;
   WorkspaceArena arena_;
   Workspace<Acc> x_, d_out_, d_in_;
   // Where the current layer reads x and d_out and writes d_in: the

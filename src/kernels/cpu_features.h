@@ -58,10 +58,11 @@ struct KernelChoice {
   // matmul form on any AVX512-BF16 CPU).
   bool bf16_matmul_step = false;
   int bf16_matmul_min_batch = 4;
-  // The matmul form's per-step products on lstmop's own AMX tiles with the
-  // cell pass fused after each block (kernels/step_forward_amx.h) instead of
-  // oneDNN's matmul, where the CPU has AMX tiles for bfloat16 and the shape
-  // allows (amx_step_supported); LSTMOP_BF16_STEP=matmul keeps oneDNN's.
+  // The matmul form's per-step products (forward, with the cell pass fused
+  // after each block, and the backward's dh) on lstmop's own AMX tiles
+  // (kernels/step_forward_amx.h) instead of oneDNN's matmul, where the CPU
+  // has AMX tiles for bfloat16 and the shape allows (amx_step_supported;
+  // then from batch 1); LSTMOP_BF16_STEP=matmul keeps oneDNN's.
   bool bf16_amx_step = false;
   // dnnl_sgemm's TN form runs the weight-gradient shapes at its NT rate with
   // its AVX-512 kernels (Zen 4), at half of it with its AVX2 ones (Zen 3):

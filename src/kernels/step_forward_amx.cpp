@@ -18,6 +18,7 @@ namespace {
 #define LSTMOP_TARGET_AMX __attribute__((target("amx-tile,amx-bf16,avx512f,avx512bw")))
 
 std::atomic<int64_t> g_runs{0};
+std::atomic<int64_t> g_dh_runs{0};
 
 constexpr int64_t kTile = 512;  // elements (bfloat16) of a B tile: 16 x 64 bytes
 
@@ -70,6 +71,41 @@ LSTMOP_TARGET_AMX inline void store_block(int64_t H, float* c) {
   _tile_stored(1, c + H, ldc);
   _tile_stored(2, c + 2 * H, ldc);
   _tile_stored(3, c + 3 * H, ldc);
+}
+
+// dh's columns [n0, n0 + 16 * NT) of this configuration's rows: NT tiles of
+// C from zero over the k blocks of 32.
+template <int NT>
+LSTMOP_TARGET_AMX inline void dh_columns(int64_t H, int64_t kb, const uint16_t* b,
+                                         const uint16_t* a, float* c) {
+  const int64_t lda = 4 * H * static_cast<int64_t>(sizeof(uint16_t));
+  const int64_t ldc = H * static_cast<int64_t>(sizeof(float));
+  const int64_t tile_stride = kb * kTile;  // the next 16 columns' tiles
+  _tile_zero(0);
+  if constexpr (NT > 1) _tile_zero(1);
+  if constexpr (NT > 2) _tile_zero(2);
+  if constexpr (NT > 3) _tile_zero(3);
+  for (int64_t q = 0; q < kb; ++q, b += kTile) {
+    _tile_loadd(4, a + q * 32, lda);
+    _tile_loadd(5, b, 64);
+    _tile_dpbf16ps(0, 4, 5);
+    if constexpr (NT > 1) {
+      _tile_loadd(6, b + tile_stride, 64);
+      _tile_dpbf16ps(1, 4, 6);
+    }
+    if constexpr (NT > 2) {
+      _tile_loadd(7, b + 2 * tile_stride, 64);
+      _tile_dpbf16ps(2, 4, 7);
+    }
+    if constexpr (NT > 3) {
+      _tile_loadd(5, b + 3 * tile_stride, 64);
+      _tile_dpbf16ps(3, 4, 5);
+    }
+  }
+  _tile_stored(0, c, ldc);
+  if constexpr (NT > 1) _tile_stored(1, c + 16, ldc);
+  if constexpr (NT > 2) _tile_stored(2, c + 32, ldc);
+  if constexpr (NT > 3) _tile_stored(3, c + 48, ldc);
 }
 
 }  // namespace
@@ -130,7 +166,51 @@ LSTMOP_TARGET_AMX void amx_step_forward(int64_t rows, int64_t H, const uint16_t*
   if (configured != 0) release_tiles();
 }
 
+int64_t amx_dh_packed_size(int64_t H) { return H / 16 * (4 * H / 32) * kTile; }
+
+void amx_pack_w_hh_for_dh(int64_t H, const uint16_t* w_hh, int64_t ld, uint16_t* packed) {
+  const int64_t kb = 4 * H / 32;
+  for (int64_t j = 0; j < H / 16; ++j) {
+    for (int64_t q = 0; q < kb; ++q) {
+      uint16_t* tile = packed + (j * kb + q) * kTile;
+      for (int64_t p = 0; p < 16; ++p) {
+        for (int64_t e = 0; e < 2; ++e) {
+          const uint16_t* row = w_hh + (q * 32 + 2 * p + e) * ld + j * 16;
+          for (int64_t n = 0; n < 16; ++n) tile[p * 32 + n * 2 + e] = row[n];
+        }
+      }
+    }
+  }
+}
+
+LSTMOP_TARGET_AMX void amx_dh(int64_t rows, int64_t H, const uint16_t* packed,
+                              const uint16_t* d_gates, float* dh) {
+  g_dh_runs.fetch_add(1, std::memory_order_relaxed);
+  const int64_t kb = 4 * H / 32, G = 4 * H, tiles = H / 16;
+  int64_t configured = 0;
+  for (int64_t r0 = 0; r0 < rows; r0 += 16) {
+    const int64_t block_rows = rows - r0 < 16 ? rows - r0 : 16;
+    if (block_rows != configured) {
+      load_config(block_rows);
+      configured = block_rows;
+    }
+    const uint16_t* a = d_gates + r0 * G;
+    float* c = dh + r0 * H;
+    int64_t j = 0;
+    for (; j + 4 <= tiles; j += 4) dh_columns<4>(H, kb, packed + j * kb * kTile, a, c + j * 16);
+    const uint16_t* b = packed + j * kb * kTile;
+    switch (tiles - j) {
+      case 3: dh_columns<3>(H, kb, b, a, c + j * 16); break;
+      case 2: dh_columns<2>(H, kb, b, a, c + j * 16); break;
+      case 1: dh_columns<1>(H, kb, b, a, c + j * 16); break;
+      default: break;
+    }
+  }
+  if (configured != 0) release_tiles();
+}
+
 int64_t amx_step_runs() { return g_runs.load(); }
+int64_t amx_dh_runs() { return g_dh_runs.load(); }
 
 }  // namespace detail
 }  // namespace lstmop

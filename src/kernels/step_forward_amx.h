@@ -40,9 +40,23 @@ using AmxBlockDone = void (*)(void* ctx, int64_t r0, int64_t block_rows, int64_t
 void amx_step_forward(int64_t rows, int64_t H, const uint16_t* packed, const uint16_t* h,
                       int64_t ldh, float* gates, AmxBlockDone done, void* ctx);
 
-// The number of amx_step_forward calls in this process (tests: which path a
-// call took).
+// The backward's per-step dh on the same tiles:
+//
+//   dh[r, n] = sum_k d_gates[r, k] w_hh[k, n]     (r < rows, n < H, k < 4H)
+//
+// d_gates the step's gate gradients' bfloat16 bits (rows, 4H) row stride 4H,
+// w_hh (4H, H) packed by amx_pack_w_hh_for_dh: per 16 columns of dh, per k
+// block of 32, a tile of 16 k pairs x 16 columns x 2. dh (rows, H) row
+// stride H, overwritten; the k blocks in order from zero.
+int64_t amx_dh_packed_size(int64_t H);
+void amx_pack_w_hh_for_dh(int64_t H, const uint16_t* w_hh, int64_t ld, uint16_t* packed);
+void amx_dh(int64_t rows, int64_t H, const uint16_t* packed, const uint16_t* d_gates,
+            float* dh);
+
+// The number of amx_step_forward and amx_dh calls in this process (tests:
+// which path a call took).
 int64_t amx_step_runs();
+int64_t amx_dh_runs();
 
 }  // namespace detail
 }  // namespace lstmop

@@ -80,14 +80,13 @@ bool bf16_products(const LstmProblem& p) {
 }
 
 // ... in the matmul form (ForwardPlan::bf16_matmul_step): from
-// bf16_matmul_min_batch rows, or in inference from one where its steps run on
-// lstmop's AMX tiles (no primitive to execute a step; Intel Xeon, 1 thread,
-// T=200 I=H=256 B=2 0.61x the fused vdpbf16ps step's time, I=H=128 B=1
-// 0.93x; training there stays fused: the matmul form's backward runs oneDNN's
-// matmul per step, 1.12-1.30x the fused form's time).
+// bf16_matmul_min_batch rows, or from one where its steps (forward and the
+// backward's dh) run on lstmop's AMX tiles: no primitive to execute a step.
+// Intel Xeon, 1 thread, against the fused vdpbf16ps step: T=200 I=H=256 B=2
+// inference 0.60x its time, training 0.76x; I=H=128 B=1 0.93x, 0.92x.
 bool bf16_matmul_step(const LstmProblem& p) {
   const kernels::KernelChoice& choice = kernels::kernel_choice();
-  const bool amx = choice.bf16_amx_step && p.H % 16 == 0 && !p.train;
+  const bool amx = choice.bf16_amx_step && p.H % 16 == 0;
   return bf16_products(p) && choice.bf16_matmul_step &&
          (p.B >= choice.bf16_matmul_min_batch || amx);
 }

@@ -241,6 +241,53 @@ TEST(Bf16AmxStep, MatchesDoubleReferenceBlockByBlock) {
   }
 }
 
+// The backward's dh on AMX tiles: dh = d_gates w_hh within the float32 sum's
+// bound of the double sum of the exact products, for 1 to 4 column tiles in
+// the last group, blocks of 16 rows and partial ones; the row past the step's
+// untouched.
+TEST(Bf16AmxStep, DhMatchesDoubleReference) {
+  if (!lstmop::kernels::amx_bf16_usable()) {
+    std::printf("[bf16 AMX dh] no AMX tiles for bfloat16: not run\n");
+    return;
+  }
+  std::mt19937 gen(29);
+  std::uniform_real_distribution<float> dist(-2.0f, 2.0f);
+  for (int64_t H : {16, 48, 80, 96, 112}) {
+    const int64_t G = 4 * H;
+    std::vector<uint16_t> w(static_cast<std::size_t>(G * H));
+    for (auto& v : w) v = bits_of(dist(gen));
+    std::vector<uint16_t> packed(static_cast<std::size_t>(lstmop::detail::amx_dh_packed_size(H)));
+    lstmop::detail::amx_pack_w_hh_for_dh(H, w.data(), H, packed.data());
+    for (int64_t rows : {1, 16, 19}) {
+      SCOPED_TRACE(::testing::Message() << "H " << H << " rows " << rows);
+      std::vector<uint16_t> d(static_cast<std::size_t>(rows * G));
+      for (auto& v : d) v = bits_of(dist(gen));
+      std::vector<float> dh(static_cast<std::size_t>((rows + 1) * H), 42.0f);
+      const int64_t before = lstmop::detail::amx_dh_runs();
+      lstmop::detail::amx_dh(rows, H, packed.data(), d.data(), dh.data());
+      EXPECT_EQ(lstmop::detail::amx_dh_runs(), before + 1);
+      for (int64_t r = 0; r <= rows; ++r) {
+        for (int64_t n = 0; n < H; ++n) {
+          const float got = dh[r * H + n];
+          if (r == rows) {
+            ASSERT_EQ(got, 42.0f) << "a row past the step's written";
+            continue;
+          }
+          double ref = 0, bound = 0;
+          for (int64_t k = 0; k < G; ++k) {
+            const double prod = static_cast<double>(lstmop::bfloat16_to_float(d[r * G + k])) *
+                                lstmop::bfloat16_to_float(w[k * H + n]);
+            ref += prod;
+            bound += std::fabs(prod);
+          }
+          ASSERT_LE(std::fabs(got - ref), (G + 1) * std::ldexp(1.0, -24) * bound)
+              << "dh(" << r << ", " << n << ")";
+        }
+      }
+    }
+  }
+}
+
 // Which calls run the AMX step: bfloat16 (and float32 at fp32_precision
 // bf16) in the matmul form, H a multiple of 16, the CPU's default choice
 // (LSTMOP_BF16_STEP=matmul keeps oneDNN's matmul per step).
@@ -257,8 +304,7 @@ TEST(Bf16AmxStep, TakenWhereTheCpuAndShapeAllow) {
     DType dtype;
     bool train;
   };
-  // Below bf16_matmul_min_batch rows only inference (training's backward
-  // would run oneDNN's matmul per step there: the fused form).
+  // Below bf16_matmul_min_batch rows too (no primitive per step).
   for (const Case& k : {Case{16, 5, DType::BFloat16, true}, Case{20, 5, DType::BFloat16, true},
                         Case{32, 5, DType::Float32, true}, Case{16, 2, DType::BFloat16, false},
                         Case{16, 2, DType::BFloat16, true}}) {
@@ -269,11 +315,15 @@ TEST(Bf16AmxStep, TakenWhereTheCpuAndShapeAllow) {
     const LstmProblem p = make_problem(c, 3);
     if (k.dtype == DType::Float32) lstmop::set_fp32_precision("bf16");
     const int64_t before = lstmop::detail::amx_step_runs();
-    run_forward(p);
+    const int64_t dh_before = lstmop::detail::amx_dh_runs();
+    const ForwardResult f = run_forward(p);
+    if (k.train) run_backward(p, make_grads(p, 4), f);
     lstmop::set_fp32_precision("ieee");
-    const bool taken = choice.bf16_amx_step && k.H % 16 == 0 &&
-                       (k.B >= choice.bf16_matmul_min_batch || !k.train);
+    const bool taken = choice.bf16_amx_step && k.H % 16 == 0;
     EXPECT_EQ(lstmop::detail::amx_step_runs() - before, taken ? c.T : 0) << c.name();
+    // The backward's dh per step on the tiles too.
+    const bool dh_taken = taken && k.train;
+    EXPECT_EQ(lstmop::detail::amx_dh_runs() - dh_before, dh_taken ? c.T : 0) << c.name();
   }
 }
 

@@ -161,12 +161,14 @@ std::vector<LstmConfig> model_configs(DType dtype) {
   tiles_first.batch_first = true;
   tiles_first.with_hx = false;
   configs.push_back(tiles_first);
-  // Small batches in inference (the AMX form from one row).
+  // Small batches (the AMX form from one row), inference and training.
   LstmConfig tiles_small = config(6, 3, 12, 32, 2, true);
   tiles_small.train = false;
   tiles_small.packed = true;
   tiles_small.lengths = {6, 4, 1};
   configs.push_back(tiles_small);
+  LstmConfig tiles_small_train = config(5, 2, 7, 16, 1, true);
+  configs.push_back(tiles_small_train);
   return configs;
 }
 
