@@ -99,8 +99,9 @@ struct DirectionWorkspace {
   Workspace<uint16_t> w_ih_bits, w_hh_bits;
   Bf16MatmulStep matmul;
   // ... its steps on lstmop's AMX tiles (step_forward_amx.h): w_hh packed
-  // for them, and the steps' h operands (B, amx_k_padded(H)), zero past H.
-  Workspace<uint16_t> amx_w_hh, amx_h_bits[2];
+  // for them, and the steps' h operands (B, amx_k_padded(H)), zero past H;
+  // w_ih packed for them where the step takes its input product too.
+  Workspace<uint16_t> amx_w_hh, amx_h_bits[2], amx_w_ih;
 };
 
 // A layer's input and output, the float values and (bf16_products) the
@@ -198,6 +199,8 @@ class ForwardDriver {
             arena_.add(h, "the hidden state's bfloat16 values for AMX tiles (B, H padded to 32)",
                        amx_form_ ? p.B * kp : 1);
           }
+          arena_.add(w.amx_w_ih, "w_ih packed for AMX tiles",
+                     amx_form_ && !p.train ? amx_packed_size(p.H, max_in) : 1);
         } else if (bf16_projection()) {
           arena_.add(w.w_ih_bits, "w_ih's bfloat16 values (4H, input_size)", plan_.w_ih_bits);
           w.bf16_step.allocate(arena_, p.H, 0, p.H);
@@ -688,8 +691,28 @@ class ForwardDriver {
         round_rows_to_bfloat16_bits(w.w_hh_rows, G, w.ld_hh, H, w.w_hh_bits.data());
       }
       if (amx_form_) {
-        bf16_input_product(s, in_size, w, layer);
-        run_amx_steps(s, dir, w, layer);
+        // The step's input product on the tiles too in inference where the
+        // input's rows are whole k blocks and both weights stay in L2
+        // (kAmxInputOnTilesMaxBytes); else the layer's product on oneDNN's
+        // matmul.
+        const bool input_on_tiles =
+            !p_.train && in_size % 32 == 0 &&
+            (in_size + H) * G * static_cast<int64_t>(sizeof(uint16_t)) <= kAmxInputOnTilesMaxBytes;
+        if (input_on_tiles) {
+          const uint16_t* w_ih = w.w_ih_bits.data();
+          int64_t ld_ih = in_size;
+          const TensorView& w_ih_param = params_[base];
+          if (weights_as_bits(s)) {
+            w_ih = static_cast<const uint16_t*>(w_ih_param.data);
+            ld_ih = w_ih_param.stride(0);
+          } else {
+            round_rows_to_bfloat16_bits(w.w_ih_rows, G, w.ld_ih, in_size, w.w_ih_bits.data());
+          }
+          amx_pack_gates(H, in_size, w_ih, ld_ih, w.amx_w_ih.data());
+        } else {
+          bf16_input_product(s, in_size, w, layer);
+        }
+        run_amx_steps(s, dir, input_on_tiles ? in_size : 0, w, layer);
         return;
       }
       w.matmul.set_b(w.w_hh_bits.data());
@@ -728,7 +751,8 @@ class ForwardDriver {
   // once, while those gates are in L1, the cell pass of the block and its h
   // rounded to bfloat16 (the next step's operand); the same values as the
   // oneDNN steps (the cell pass is per element), sums in the tiles' order.
-  void run_amx_steps(int64_t s, int64_t dir, DirectionWorkspace<Acc>& w, const Layer<Acc>& layer) {
+  void run_amx_steps(int64_t s, int64_t dir, int64_t input_on_tiles, DirectionWorkspace<Acc>& w,
+                     const Layer<Acc>& layer) {
     if constexpr (kFloat) {
       const int64_t G = 4 * p_.H, H = p_.H, DH = p_.D * H, kp = amx_k_padded(H);
       amx_pack_w_hh(H, w.w_hh_bits.data(), H, w.amx_w_hh.data());
@@ -779,11 +803,20 @@ class ForwardDriver {
         const int64_t off = p_.step_offset[t];
         const StepSaved<Storage> saved = p_.train ? saved_at(s, t) : StepSaved<Storage>{};
         uint16_t* next = w.amx_h_bits[(n + 1) % 2].data();
-        Block b{this, &w, w.gates.data() + off * G, h,
+        // With the input on the tiles the step's gates are written, not read:
+        // one step's rows at the buffer's start, which stay in cache.
+        Block b{this, &w, w.gates.data() + (input_on_tiles > 0 ? 0 : off * G), h,
                 bits_only() ? h : layer.y + off * DH + dir * H, bits_only() ? H : DH,
                 p_.train ? &saved : nullptr, next};
-        amx_step_forward(rows, H, w.amx_w_hh.data(), w.amx_h_bits[n % 2].data(), kp, b.gates,
-                         done, &b);
+        if (input_on_tiles > 0) {
+          const AmxInput x{input_on_tiles, w.amx_w_ih.data(),
+                           layer.x_bits + off * input_on_tiles, input_on_tiles};
+          amx_step_forward_input(rows, H, &x, w.amx_w_hh.data(), w.amx_h_bits[n % 2].data(), kp,
+                                 b.gates, done, &b);
+        } else {
+          amx_step_forward(rows, H, w.amx_w_hh.data(), w.amx_h_bits[n % 2].data(), kp, b.gates,
+                           done, &b);
+        }
         for (int64_t r = 0; r < rows; ++r) {
           std::copy_n(next + r * kp, H, layer.y_bits + (off + r) * DH + dir * H);
         }

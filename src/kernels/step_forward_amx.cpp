@@ -19,6 +19,7 @@ namespace {
 
 std::atomic<int64_t> g_runs{0};
 std::atomic<int64_t> g_dh_runs{0};
+std::atomic<int64_t> g_input_runs{0};
 
 constexpr int64_t kTile = 512;  // elements (bfloat16) of a B tile: 16 x 64 bytes
 
@@ -42,16 +43,11 @@ LSTMOP_TARGET_AMX void load_config(int64_t rows) {
 
 LSTMOP_TARGET_AMX void release_tiles() { _tile_release(); }
 
-// One block's products: rows of this configuration from r0, units
-// u0..u0+15, into tiles 0..3 (store_block writes them back).
-LSTMOP_TARGET_AMX inline void multiply_block(int64_t H, int64_t kb, const uint16_t* b,
-                                             const uint16_t* a, int64_t ldh, const float* c) {
-  const int64_t ldc = 4 * H * static_cast<int64_t>(sizeof(float));
-  _tile_loadd(0, c, ldc);
-  _tile_loadd(1, c + H, ldc);
-  _tile_loadd(2, c + 2 * H, ldc);
-  _tile_loadd(3, c + 3 * H, ldc);
-  const int64_t lda = ldh * static_cast<int64_t>(sizeof(uint16_t));
+// tiles 0..3 += a (this configuration's rows, kb blocks of 32 k, row stride
+// lda elements) times the four gates' packed tiles b.
+LSTMOP_TARGET_AMX inline void multiply_k(int64_t kb, const uint16_t* b, const uint16_t* a,
+                                         int64_t lda_elements) {
+  const int64_t lda = lda_elements * static_cast<int64_t>(sizeof(uint16_t));
   for (int64_t q = 0; q < kb; ++q, b += 4 * kTile) {
     _tile_loadd(4, a + q * 32, lda);
     _tile_loadd(5, b, 64);
@@ -63,6 +59,29 @@ LSTMOP_TARGET_AMX inline void multiply_block(int64_t H, int64_t kb, const uint16
     _tile_loadd(5, b + 3 * kTile, 64);
     _tile_dpbf16ps(3, 4, 5);
   }
+}
+
+// One block's products: rows of this configuration, units u0..u0+15, into
+// tiles 0..3 (store_block writes them back): from the gates c, or with an
+// input operand from zero, the input's k blocks first, then h's.
+LSTMOP_TARGET_AMX inline void multiply_block(int64_t H, const AmxInput* x, int64_t u0,
+                                             int64_t kb, const uint16_t* b, const uint16_t* a,
+                                             int64_t ldh, const float* c) {
+  if (x == nullptr) {
+    const int64_t ldc = 4 * H * static_cast<int64_t>(sizeof(float));
+    _tile_loadd(0, c, ldc);
+    _tile_loadd(1, c + H, ldc);
+    _tile_loadd(2, c + 2 * H, ldc);
+    _tile_loadd(3, c + 3 * H, ldc);
+  } else {
+    _tile_zero(0);
+    _tile_zero(1);
+    _tile_zero(2);
+    _tile_zero(3);
+    const int64_t kbx = amx_k_padded(x->K) / 32;
+    multiply_k(kbx, x->packed + u0 / 16 * kbx * 4 * kTile, x->rows, x->ld);
+  }
+  multiply_k(kb, b, a, ldh);
 }
 
 LSTMOP_TARGET_AMX inline void store_block(int64_t H, float* c) {
@@ -116,10 +135,18 @@ bool amx_step_supported(int64_t H) {
   return H > 0 && H % 16 == 0 && kernels::amx_bf16_usable();
 }
 
-int64_t amx_packed_size(int64_t H) { return H / 16 * (amx_k_padded(H) / 32) * 4 * kTile; }
+int64_t amx_packed_size(int64_t H) { return amx_packed_size(H, H); }
+
+int64_t amx_packed_size(int64_t H, int64_t K) {
+  return H / 16 * (amx_k_padded(K) / 32) * 4 * kTile;
+}
 
 void amx_pack_w_hh(int64_t H, const uint16_t* w_hh, int64_t ld, uint16_t* packed) {
-  const int64_t kb = amx_k_padded(H) / 32;
+  amx_pack_gates(H, H, w_hh, ld, packed);
+}
+
+void amx_pack_gates(int64_t H, int64_t K, const uint16_t* w_hh, int64_t ld, uint16_t* packed) {
+  const int64_t kb = amx_k_padded(K) / 32;
   for (int64_t ub = 0; ub < H / 16; ++ub) {
     for (int64_t q = 0; q < kb; ++q) {
       for (int64_t g = 0; g < 4; ++g) {
@@ -129,7 +156,7 @@ void amx_pack_w_hh(int64_t H, const uint16_t* w_hh, int64_t ld, uint16_t* packed
             const uint16_t* row = w_hh + (g * H + ub * 16 + u) * ld;
             for (int64_t e = 0; e < 2; ++e) {
               const int64_t k = q * 32 + 2 * p + e;
-              tile[p * 32 + u * 2 + e] = k < H ? row[k] : uint16_t{0};
+              tile[p * 32 + u * 2 + e] = k < K ? row[k] : uint16_t{0};
             }
           }
         }
@@ -141,7 +168,15 @@ void amx_pack_w_hh(int64_t H, const uint16_t* w_hh, int64_t ld, uint16_t* packed
 LSTMOP_TARGET_AMX void amx_step_forward(int64_t rows, int64_t H, const uint16_t* packed,
                                         const uint16_t* h, int64_t ldh, float* gates,
                                         AmxBlockDone done, void* ctx) {
+  amx_step_forward_input(rows, H, nullptr, packed, h, ldh, gates, done, ctx);
+}
+
+LSTMOP_TARGET_AMX void amx_step_forward_input(int64_t rows, int64_t H, const AmxInput* x,
+                                              const uint16_t* packed, const uint16_t* h,
+                                              int64_t ldh, float* gates, AmxBlockDone done,
+                                              void* ctx) {
   g_runs.fetch_add(1, std::memory_order_relaxed);
+  if (x != nullptr) g_input_runs.fetch_add(1, std::memory_order_relaxed);
   const int64_t kb = amx_k_padded(H) / 32, G = 4 * H;
   // Software-pipelined: a block's products are issued, then the previous
   // block's `done` runs (the core's vector units) while the tile unit
@@ -154,9 +189,12 @@ LSTMOP_TARGET_AMX void amx_step_forward(int64_t rows, int64_t H, const uint16_t*
       load_config(block_rows);
       configured = block_rows;
     }
+    AmxInput xr;
+    if (x != nullptr) xr = AmxInput{x->K, x->packed, x->rows + r0 * x->ld, x->ld};
     for (int64_t u0 = 0; u0 < H; u0 += 16) {
       float* c = gates + r0 * G + u0;
-      multiply_block(H, kb, packed + u0 / 16 * kb * 4 * kTile, h + r0 * ldh, ldh, c);
+      multiply_block(H, x != nullptr ? &xr : nullptr, u0, kb, packed + u0 / 16 * kb * 4 * kTile,
+                     h + r0 * ldh, ldh, c);
       if (prev_r0 >= 0) done(ctx, prev_r0, prev_rows, prev_u0);
       store_block(H, c);
       prev_r0 = r0, prev_rows = block_rows, prev_u0 = u0;
@@ -211,6 +249,7 @@ LSTMOP_TARGET_AMX void amx_dh(int64_t rows, int64_t H, const uint16_t* packed,
 
 int64_t amx_step_runs() { return g_runs.load(); }
 int64_t amx_dh_runs() { return g_dh_runs.load(); }
+int64_t amx_input_runs() { return g_input_runs.load(); }
 
 }  // namespace detail
 }  // namespace lstmop

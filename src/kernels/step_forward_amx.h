@@ -32,6 +32,9 @@ bool amx_step_supported(int64_t H);
 int64_t amx_packed_size(int64_t H);
 // w_hh's bits (4H, H), row stride ld, into that layout.
 void amx_pack_w_hh(int64_t H, const uint16_t* w_hh, int64_t ld, uint16_t* packed);
+// The same for any (4H, K) matrix (w_ih: K the layer's input size).
+int64_t amx_packed_size(int64_t H, int64_t K);
+void amx_pack_gates(int64_t H, int64_t K, const uint16_t* w, int64_t ld, uint16_t* packed);
 
 // The step: gates (rows, 4H) row stride 4H; h (rows, amx_k_padded(H)) row
 // stride ldh >= amx_k_padded(H); done(ctx, r0, block_rows, u0) after each
@@ -39,6 +42,28 @@ void amx_pack_w_hh(int64_t H, const uint16_t* w_hh, int64_t ld, uint16_t* packed
 using AmxBlockDone = void (*)(void* ctx, int64_t r0, int64_t block_rows, int64_t u0);
 void amx_step_forward(int64_t rows, int64_t H, const uint16_t* packed, const uint16_t* h,
                       int64_t ldh, float* gates, AmxBlockDone done, void* ctx);
+
+// The step with its input product on the tiles too: gates (rows, 4H) row
+// stride 4H written (not read) as x w_ih^T + h w_hh^T, the tiles from zero
+// over the input's k blocks, then h's. x: the step's rows (rows, K) row
+// stride ld, K a multiple of 32 (no padding is read); packed: w_ih by
+// amx_pack_gates(H, K, ...).
+// Where the drivers take it: inference, the input's size a multiple of 32,
+// and w_ih and w_hh packed within this many bytes (streamed from L2 each
+// step). Intel Xeon (2 MiB L2), 1 thread, against the layer's input product
+// on oneDNN's matmul: inference I=H=256 B=32 0.88x, I=H=128 B=8 0.91x,
+// I=H=256 B=64 0.80x; I=H=512 B=64 (4 MiB) 1.10x, training I=H=256 B=32
+// 1.03-1.08x, I=H=128 B=8 1.03x.
+constexpr int64_t kAmxInputOnTilesMaxBytes = int64_t{1} << 20;
+struct AmxInput {
+  int64_t K = 0;
+  const uint16_t* packed = nullptr;
+  const uint16_t* rows = nullptr;
+  int64_t ld = 0;
+};
+void amx_step_forward_input(int64_t rows, int64_t H, const AmxInput* x, const uint16_t* packed,
+                            const uint16_t* h, int64_t ldh, float* gates, AmxBlockDone done,
+                            void* ctx);
 
 // The backward's per-step dh on the same tiles:
 //
@@ -53,9 +78,10 @@ void amx_pack_w_hh_for_dh(int64_t H, const uint16_t* w_hh, int64_t ld, uint16_t*
 void amx_dh(int64_t rows, int64_t H, const uint16_t* packed, const uint16_t* d_gates,
             float* dh);
 
-// The number of amx_step_forward and amx_dh calls in this process (tests:
-// which path a call took).
+// The number of amx_step_forward(_input) and amx_dh calls in this process,
+// and of those with the input on the tiles (tests: which path a call took).
 int64_t amx_step_runs();
+int64_t amx_input_runs();
 int64_t amx_dh_runs();
 
 }  // namespace detail

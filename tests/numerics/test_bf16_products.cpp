@@ -241,6 +241,71 @@ TEST(Bf16AmxStep, MatchesDoubleReferenceBlockByBlock) {
   }
 }
 
+// The AMX step with its input on the tiles: gates = x w_ih^T + h w_hh^T
+// within the float32 sum's bound of the double sum of the exact products,
+// written without being read (they start as NaN), for input sizes of one and
+// several k blocks and blocks of 16 rows and partial ones.
+TEST(Bf16AmxStep, InputOnTheTilesMatchesDoubleReference) {
+  if (!lstmop::kernels::amx_bf16_usable()) {
+    std::printf("[bf16 AMX step, input on the tiles] no AMX tiles for bfloat16: not run\n");
+    return;
+  }
+  std::mt19937 gen(31);
+  std::uniform_real_distribution<float> dist(-2.0f, 2.0f);
+  for (auto [H, K] : {std::pair<int64_t, int64_t>{16, 32}, {48, 96}, {64, 64}}) {
+    const int64_t G = 4 * H, kp = lstmop::detail::amx_k_padded(H);
+    std::vector<uint16_t> w_hh(static_cast<std::size_t>(G * H)), w_ih(static_cast<std::size_t>(G * K));
+    for (auto& v : w_hh) v = bits_of(dist(gen));
+    for (auto& v : w_ih) v = bits_of(dist(gen));
+    std::vector<uint16_t> packed_hh(static_cast<std::size_t>(lstmop::detail::amx_packed_size(H)));
+    std::vector<uint16_t> packed_ih(
+        static_cast<std::size_t>(lstmop::detail::amx_packed_size(H, K)));
+    lstmop::detail::amx_pack_w_hh(H, w_hh.data(), H, packed_hh.data());
+    lstmop::detail::amx_pack_gates(H, K, w_ih.data(), K, packed_ih.data());
+    for (int64_t rows : {1, 16, 21}) {
+      SCOPED_TRACE(::testing::Message() << "H " << H << " K " << K << " rows " << rows);
+      std::vector<uint16_t> h(static_cast<std::size_t>(rows * kp), 0), x(static_cast<std::size_t>(rows * K));
+      for (int64_t r = 0; r < rows; ++r) {
+        for (int64_t k = 0; k < H; ++k) h[r * kp + k] = bits_of(dist(gen));
+      }
+      for (auto& v : x) v = bits_of(dist(gen));
+      std::vector<float> gates(static_cast<std::size_t>((rows + 1) * G), std::nanf(""));
+      int64_t calls = 0;
+      const auto count = [](void* c, int64_t, int64_t, int64_t) { ++*static_cast<int64_t*>(c); };
+      const lstmop::detail::AmxInput input{K, packed_ih.data(), x.data(), K};
+      const int64_t before = lstmop::detail::amx_input_runs();
+      lstmop::detail::amx_step_forward_input(rows, H, &input, packed_hh.data(), h.data(), kp,
+                                             gates.data(), count, &calls);
+      EXPECT_EQ(lstmop::detail::amx_input_runs(), before + 1);
+      EXPECT_EQ(calls, (rows + 15) / 16 * (H / 16));
+      for (int64_t r = 0; r <= rows; ++r) {
+        for (int64_t n = 0; n < G; ++n) {
+          const float got = gates[r * G + n];
+          if (r == rows) {
+            ASSERT_TRUE(std::isnan(got)) << "a row past the step's written";
+            continue;
+          }
+          double ref = 0, bound = 0;
+          for (int64_t k = 0; k < K; ++k) {
+            const double prod = static_cast<double>(lstmop::bfloat16_to_float(x[r * K + k])) *
+                                lstmop::bfloat16_to_float(w_ih[n * K + k]);
+            ref += prod;
+            bound += std::fabs(prod);
+          }
+          for (int64_t k = 0; k < H; ++k) {
+            const double prod = static_cast<double>(lstmop::bfloat16_to_float(h[r * kp + k])) *
+                                lstmop::bfloat16_to_float(w_hh[n * H + k]);
+            ref += prod;
+            bound += std::fabs(prod);
+          }
+          ASSERT_LE(std::fabs(got - ref), (K + H + 1) * std::ldexp(1.0, -24) * bound)
+              << "gates(" << r << ", " << n << ")";
+        }
+      }
+    }
+  }
+}
+
 // The backward's dh on AMX tiles: dh = d_gates w_hh within the float32 sum's
 // bound of the double sum of the exact products, for 1 to 4 column tiles in
 // the last group, blocks of 16 rows and partial ones; the row past the step's
@@ -307,15 +372,17 @@ TEST(Bf16AmxStep, TakenWhereTheCpuAndShapeAllow) {
   // Below bf16_matmul_min_batch rows too (no primitive per step).
   for (const Case& k : {Case{16, 5, DType::BFloat16, true}, Case{20, 5, DType::BFloat16, true},
                         Case{32, 5, DType::Float32, true}, Case{16, 2, DType::BFloat16, false},
-                        Case{16, 2, DType::BFloat16, true}}) {
+                        Case{16, 2, DType::BFloat16, true}, Case{32, 5, DType::BFloat16, false},
+                        Case{32, 5, DType::Float32, false}}) {
     LstmConfig c;
     c.dtype = k.dtype;
-    c.T = 3, c.B = k.B, c.I = 6, c.H = k.H;
+    c.T = 3, c.B = k.B, c.I = k.H == 32 && !k.train ? 64 : 6, c.H = k.H;
     c.train = k.train;
     const LstmProblem p = make_problem(c, 3);
     if (k.dtype == DType::Float32) lstmop::set_fp32_precision("bf16");
     const int64_t before = lstmop::detail::amx_step_runs();
     const int64_t dh_before = lstmop::detail::amx_dh_runs();
+    const int64_t input_before = lstmop::detail::amx_input_runs();
     const ForwardResult f = run_forward(p);
     if (k.train) run_backward(p, make_grads(p, 4), f);
     lstmop::set_fp32_precision("ieee");
@@ -324,6 +391,11 @@ TEST(Bf16AmxStep, TakenWhereTheCpuAndShapeAllow) {
     // The backward's dh per step on the tiles too.
     const bool dh_taken = taken && k.train;
     EXPECT_EQ(lstmop::detail::amx_dh_runs() - dh_before, dh_taken ? c.T : 0) << c.name();
+    // The input on the tiles in inference where the input size is a multiple
+    // of 32 (kAmxInputOnTilesMaxBytes holds for these sizes).
+    const bool input_taken = taken && !k.train && c.I % 32 == 0;
+    EXPECT_EQ(lstmop::detail::amx_input_runs() - input_before, input_taken ? c.T : 0)
+        << c.name();
   }
 }
 

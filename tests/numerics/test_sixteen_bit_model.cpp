@@ -169,6 +169,13 @@ std::vector<LstmConfig> model_configs(DType dtype) {
   configs.push_back(tiles_small);
   LstmConfig tiles_small_train = config(5, 2, 7, 16, 1, true);
   configs.push_back(tiles_small_train);
+  // Inference with the input on the tiles (input sizes of whole k blocks:
+  // layer 0's 64, layer 1's 2 x 48), a partial row block, variable length.
+  LstmConfig tiles_input = config(6, 21, 64, 48, 2, true);
+  tiles_input.train = false;
+  tiles_input.packed = true;
+  tiles_input.lengths = {6, 6, 6, 6, 6, 5, 5, 5, 5, 4, 4, 4, 3, 3, 3, 2, 2, 2, 1, 1, 1};
+  configs.push_back(tiles_input);
   return configs;
 }
 
