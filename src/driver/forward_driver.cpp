@@ -646,19 +646,29 @@ class ForwardDriver {
   // form, and the fused bfloat16 step's projection form), in the plan's two
   // fixed row halves (the same calls, hence bits, whatever the thread count),
   // on two threads where the directions leave one free.
+  // Slot s's w_ih (4H, in_size) as bfloat16 bits: a bfloat16 call's
+  // parameter as stored, else its values rounded into w.w_ih_bits; *ld its
+  // row stride.
+  const uint16_t* w_ih_bits_of(int64_t s, int64_t in_size, DirectionWorkspace<Acc>& w,
+                               int64_t* ld) const {
+    if (weights_as_bits(s)) {
+      const TensorView& w_ih_param = params_[s * p_.params_per_slot];
+      *ld = w_ih_param.stride(0);
+      return static_cast<const uint16_t*>(w_ih_param.data);
+    }
+    if constexpr (kFloat) {
+      round_rows_to_bfloat16_bits(w.w_ih_rows, 4 * p_.H, w.ld_ih, in_size, w.w_ih_bits.data());
+    }
+    *ld = in_size;
+    return w.w_ih_bits.data();
+  }
+
   void bf16_input_product(int64_t s, int64_t in_size, DirectionWorkspace<Acc>& w,
                           const Layer<Acc>& layer) {
     if constexpr (kFloat) {
       const int64_t G = 4 * p_.H;
-      const uint16_t* w_ih = w.w_ih_bits.data();
-      int64_t ld_ih = in_size;
-      const TensorView& w_ih_param = params_[s * p_.params_per_slot];
-      if (weights_as_bits(s)) {
-        w_ih = static_cast<const uint16_t*>(w_ih_param.data);
-        ld_ih = w_ih_param.stride(0);
-      } else {
-        round_rows_to_bfloat16_bits(w.w_ih_rows, G, w.ld_ih, in_size, w.w_ih_bits.data());
-      }
+      int64_t ld_ih = 0;
+      const uint16_t* w_ih = w_ih_bits_of(s, in_size, w, &ld_ih);
       const ThreadPlan& tp = plan_.threads;
       run_tasks(2, tp.direction_threads > 1 ? 1 : tp.row_half_threads, [&](int64_t part) {
         const RowHalf half = tp.row_halves[part];
@@ -699,15 +709,8 @@ class ForwardDriver {
             !p_.train && in_size % 32 == 0 &&
             (in_size + H) * G * static_cast<int64_t>(sizeof(uint16_t)) <= kAmxInputOnTilesMaxBytes;
         if (input_on_tiles) {
-          const uint16_t* w_ih = w.w_ih_bits.data();
-          int64_t ld_ih = in_size;
-          const TensorView& w_ih_param = params_[base];
-          if (weights_as_bits(s)) {
-            w_ih = static_cast<const uint16_t*>(w_ih_param.data);
-            ld_ih = w_ih_param.stride(0);
-          } else {
-            round_rows_to_bfloat16_bits(w.w_ih_rows, G, w.ld_ih, in_size, w.w_ih_bits.data());
-          }
+          int64_t ld_ih = 0;
+          const uint16_t* w_ih = w_ih_bits_of(s, in_size, w, &ld_ih);
           amx_pack_gates(H, in_size, w_ih, ld_ih, w.amx_w_ih.data());
         } else {
           bf16_input_product(s, in_size, w, layer);

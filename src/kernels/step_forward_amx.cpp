@@ -7,7 +7,6 @@
 #include <immintrin.h>
 
 #include <atomic>
-#include <cstring>
 
 #include "kernels/cpu_features.h"
 
