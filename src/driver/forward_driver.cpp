@@ -200,7 +200,9 @@ class ForwardDriver {
                        amx_form_ ? p.B * kp : 1);
           }
           arena_.add(w.amx_w_ih, "w_ih packed for AMX tiles",
-                     amx_form_ && !p.train ? amx_packed_size(p.H, max_in) : 1);
+                     amx_form_ && (!p.train || p.B >= kAmxInputOnTilesMinRows)
+                         ? amx_packed_size(p.H, max_in)
+                         : 1);
         } else if (bf16_projection()) {
           arena_.add(w.w_ih_bits, "w_ih's bfloat16 values (4H, input_size)", plan_.w_ih_bits);
           w.bf16_step.allocate(arena_, p.H, 0, p.H);
@@ -701,13 +703,15 @@ class ForwardDriver {
         round_rows_to_bfloat16_bits(w.w_hh_rows, G, w.ld_hh, H, w.w_hh_bits.data());
       }
       if (amx_form_) {
-        // The step's input product on the tiles too in inference where the
-        // input's rows are whole k blocks and both weights stay in L2
-        // (kAmxInputOnTilesMaxBytes); else the layer's product on oneDNN's
-        // matmul.
+        // The step's input product on the tiles too where the input's rows
+        // are whole k blocks and either the batch fills two pairs of row
+        // blocks (kAmxInputOnTilesMinRows, inference and training) or, in
+        // inference, both weights stay in L2 (kAmxInputOnTilesMaxBytes);
+        // else the layer's product on oneDNN's matmul.
+        const int64_t packed_bytes = (in_size + H) * G * static_cast<int64_t>(sizeof(uint16_t));
         const bool input_on_tiles =
-            !p_.train && in_size % 32 == 0 &&
-            (in_size + H) * G * static_cast<int64_t>(sizeof(uint16_t)) <= kAmxInputOnTilesMaxBytes;
+            in_size % 32 == 0 && (p_.B >= kAmxInputOnTilesMinRows ||
+                                  (!p_.train && packed_bytes <= kAmxInputOnTilesMaxBytes));
         if (input_on_tiles) {
           int64_t ld_ih = 0;
           const uint16_t* w_ih = w_ih_bits_of(s, in_size, w, &ld_ih);

@@ -23,7 +23,9 @@ std::atomic<int64_t> g_input_runs{0};
 constexpr int64_t kTile = 512;  // elements (bfloat16) of a B tile: 16 x 64 bytes
 constexpr int64_t kAmxUnitsOuterMinBytes = int64_t{1} << 20;
 
-// The palette-1 configuration: C and A tiles of `rows` rows, B tiles of 16.
+// The palette-1 configuration: C and A tiles of `rows` rows, B tiles of 16
+// (blocks of one row block), or for a pair of row blocks (rows_b > 0) tiles
+// 0, 1 (C) and 4 (A) of rows, 2, 3 (C) and 5 (A) of rows_b, 6 and 7 (B) of 16.
 struct alignas(64) TileConfig {
   uint8_t palette = 1;
   uint8_t start_row = 0;
@@ -36,11 +38,15 @@ struct alignas(64) TileConfig {
 // 12's _tile_loadconfig builtin does not tell the compiler it reads the
 // struct, and a build that inlined this differently dropped the stores that
 // fill it (the tiles then unconfigured: #UD at the first tile instruction).
-LSTMOP_TARGET_AMX void load_config(int64_t rows) {
+LSTMOP_TARGET_AMX void load_config(int64_t rows, int64_t rows_b = 0) {
   TileConfig c;
   for (int t = 0; t < 8; ++t) {
     c.colsb[t] = 64;
-    c.rows[t] = static_cast<uint8_t>(t < 5 ? rows : 16);
+    if (rows_b == 0) {
+      c.rows[t] = static_cast<uint8_t>(t < 5 ? rows : 16);
+    } else {
+      c.rows[t] = static_cast<uint8_t>(t == 2 || t == 3 || t == 5 ? rows_b : t < 6 ? rows : 16);
+    }
   }
   __asm__ volatile("ldtilecfg %0" : : "m"(c));
 }
@@ -94,6 +100,58 @@ LSTMOP_TARGET_AMX inline void store_block(int64_t H, float* c) {
   _tile_stored(1, c + H, ldc);
   _tile_stored(2, c + 2 * H, ldc);
   _tile_stored(3, c + 3 * H, ldc);
+}
+
+// The pair form (two row blocks, tiles 4 and 5, share each w tile): tiles
+// 0, 1 (first rows) and 2, 3 (second rows) += a's rows times the packed tiles
+// of two gates, b pointing at the first gate's tile of k block 0. One tile
+// load per tdpbf16ps instead of the single block's 1.25: on the Intel Xeon a
+// tile load (16 ns) costs three tdpbf16ps (5 ns), and loads bound the step.
+LSTMOP_TARGET_AMX inline void multiply_k_pair(int64_t kb, const uint16_t* b, const uint16_t* a0,
+                                              const uint16_t* a1, int64_t lda_elements) {
+  const int64_t lda = lda_elements * static_cast<int64_t>(sizeof(uint16_t));
+  for (int64_t q = 0; q < kb; ++q, b += 4 * kTile) {
+    _tile_loadd(4, a0 + q * 32, lda);
+    _tile_loadd(6, b, 64);
+    _tile_dpbf16ps(0, 4, 6);
+    _tile_loadd(7, b + kTile, 64);
+    _tile_dpbf16ps(1, 4, 7);
+    _tile_loadd(5, a1 + q * 32, lda);
+    _tile_dpbf16ps(2, 5, 6);
+    _tile_dpbf16ps(3, 5, 7);
+  }
+}
+
+// Gates 2 * gp and 2 * gp + 1 of a pair of row blocks (gates c0 and c1 at
+// unit u0), from the gates or with an input operand from zero.
+LSTMOP_TARGET_AMX inline void multiply_pair(int64_t H, const AmxInput* x, int64_t gp,
+                                            int64_t u0, int64_t kb, const uint16_t* b,
+                                            const uint16_t* a0, const uint16_t* a1, int64_t ldh,
+                                            const float* c0, const float* c1) {
+  if (x == nullptr) {
+    const int64_t ldc = 4 * H * static_cast<int64_t>(sizeof(float));
+    _tile_loadd(0, c0 + 2 * gp * H, ldc);
+    _tile_loadd(1, c0 + (2 * gp + 1) * H, ldc);
+    _tile_loadd(2, c1 + 2 * gp * H, ldc);
+    _tile_loadd(3, c1 + (2 * gp + 1) * H, ldc);
+  } else {
+    _tile_zero(0);
+    _tile_zero(1);
+    _tile_zero(2);
+    _tile_zero(3);
+    const int64_t kbx = amx_k_padded(x->K) / 32;
+    multiply_k_pair(kbx, x->packed + (u0 / 16 * kbx * 4 + 2 * gp) * kTile, x->rows,
+                    x->rows + 16 * x->ld, x->ld);
+  }
+  multiply_k_pair(kb, b + 2 * gp * kTile, a0, a1, ldh);
+}
+
+LSTMOP_TARGET_AMX inline void store_pair(int64_t H, int64_t gp, float* c0, float* c1) {
+  const int64_t ldc = 4 * H * static_cast<int64_t>(sizeof(float));
+  _tile_stored(0, c0 + 2 * gp * H, ldc);
+  _tile_stored(1, c0 + (2 * gp + 1) * H, ldc);
+  _tile_stored(2, c1 + 2 * gp * H, ldc);
+  _tile_stored(3, c1 + (2 * gp + 1) * H, ldc);
 }
 
 // dh's columns [n0, n0 + 16 * NT) of this configuration's rows: NT tiles of
@@ -184,23 +242,61 @@ LSTMOP_TARGET_AMX void amx_step_forward_input(int64_t rows, int64_t H, const Amx
   const int64_t kb = amx_k_padded(H) / 32, G = 4 * H;
   // Software-pipelined: a block's products are issued, then the previous
   // block's `done` runs (the core's vector units) while the tile unit
-  // computes them, then they are stored.
-  int64_t configured = 0;
-  int64_t prev_r0 = -1, prev_rows = 0, prev_u0 = 0;
+  // computes them, then they are stored. Rows go in pairs of row blocks
+  // (multiply_k_pair), each pair in two passes of two gates; a last block
+  // of at most 16 rows alone.
+  int64_t configured = -1;
+  const auto configure = [&](int64_t rows_a, int64_t rows_b) {
+    const int64_t key = rows_a * 32 + rows_b;
+    if (key != configured) {
+      load_config(rows_a, rows_b);
+      configured = key;
+    }
+  };
+  struct Pending {
+    int64_t r0, rows, u0;
+  };
+  Pending pending[2];
+  int n_pending = 0;
+  const auto flush = [&](int upto) {
+    for (int i = 0; i < upto && i < n_pending; ++i) {
+      if (pending[i].rows > 0) done(ctx, pending[i].r0, pending[i].rows, pending[i].u0);
+      pending[i].rows = 0;
+    }
+  };
   const auto block_at = [&](int64_t r0, int64_t u0) {
     const int64_t block_rows = rows - r0 < 16 ? rows - r0 : 16;
-    if (block_rows != configured) {
-      load_config(block_rows);
-      configured = block_rows;
+    const uint16_t* b = packed + u0 / 16 * kb * 4 * kTile;
+    float* c = gates + r0 * G + u0;
+    if (rows - r0 <= 16) {
+      configure(block_rows, 0);
+      AmxInput xr;
+      if (x != nullptr) xr = AmxInput{x->K, x->packed, x->rows + r0 * x->ld, x->ld};
+      multiply_block(H, x != nullptr ? &xr : nullptr, u0, kb, b, h + r0 * ldh, ldh, c);
+      flush(2);
+      store_block(H, c);
+      pending[0] = {r0, block_rows, u0};
+      n_pending = 1;
+      return;
     }
+    const int64_t rows_b = rows - r0 - 16 < 16 ? rows - r0 - 16 : 16;
+    configure(16, rows_b);
     AmxInput xr;
     if (x != nullptr) xr = AmxInput{x->K, x->packed, x->rows + r0 * x->ld, x->ld};
-    float* c = gates + r0 * G + u0;
-    multiply_block(H, x != nullptr ? &xr : nullptr, u0, kb, packed + u0 / 16 * kb * 4 * kTile,
-                   h + r0 * ldh, ldh, c);
-    if (prev_r0 >= 0) done(ctx, prev_r0, prev_rows, prev_u0);
-    store_block(H, c);
-    prev_r0 = r0, prev_rows = block_rows, prev_u0 = u0;
+    float* c1 = c + 16 * G;
+    for (int64_t gp = 0; gp < 2; ++gp) {
+      multiply_pair(H, x != nullptr ? &xr : nullptr, gp, u0, kb, b, h + r0 * ldh,
+                    h + (r0 + 16) * ldh, ldh, c, c1);
+      if (gp == 0) {
+        flush(1);
+      } else {
+        flush(2);
+      }
+      store_pair(H, gp, c, c1);
+    }
+    pending[0] = {r0, 16, u0};
+    pending[1] = {r0 + 16, rows_b, u0};
+    n_pending = 2;
   };
   // Row blocks outermost while w_hh's packed tiles stay in L2 (each row
   // block streams all of them); beyond, unit blocks outermost, each unit
@@ -208,15 +304,15 @@ LSTMOP_TARGET_AMX void amx_step_forward_input(int64_t rows, int64_t H, const Amx
   // inference 0.91x; at I=H=256, 512 KiB of tiles, 1.04-1.11x slower).
   if (amx_packed_size(H) * static_cast<int64_t>(sizeof(uint16_t)) > kAmxUnitsOuterMinBytes) {
     for (int64_t u0 = 0; u0 < H; u0 += 16) {
-      for (int64_t r0 = 0; r0 < rows; r0 += 16) block_at(r0, u0);
+      for (int64_t r0 = 0; r0 < rows; r0 += 32) block_at(r0, u0);
     }
   } else {
-    for (int64_t r0 = 0; r0 < rows; r0 += 16) {
+    for (int64_t r0 = 0; r0 < rows; r0 += 32) {
       for (int64_t u0 = 0; u0 < H; u0 += 16) block_at(r0, u0);
     }
   }
-  if (prev_r0 >= 0) done(ctx, prev_r0, prev_rows, prev_u0);
-  if (configured != 0) release_tiles();
+  flush(2);
+  if (configured >= 0) release_tiles();
 }
 
 int64_t amx_dh_packed_size(int64_t H) { return H / 16 * (4 * H / 32) * kTile; }

@@ -48,13 +48,18 @@ void amx_step_forward(int64_t rows, int64_t H, const uint16_t* packed, const uin
 // over the input's k blocks, then h's. x: the step's rows (rows, K) row
 // stride ld, K a multiple of 32 (no padding is read); packed: w_ih by
 // amx_pack_gates(H, K, ...).
-// Where the drivers take it: inference, the input's size a multiple of 32,
-// and w_ih and w_hh packed within this many bytes (streamed from L2 each
-// step). Intel Xeon (2 MiB L2), 1 thread, against the layer's input product
-// on oneDNN's matmul: inference I=H=256 B=32 0.88x, I=H=128 B=8 0.91x,
-// I=H=256 B=64 0.80x; I=H=512 B=64 (4 MiB) 1.10x, training I=H=256 B=32
-// 1.03-1.08x, I=H=128 B=8 1.03x.
+// Where the drivers take it: the input's size a multiple of 32, and either
+// a batch of at least kAmxInputOnTilesMinRows (inference and training; both
+// weights then streamed from L3 each step, each w tile loaded once for two row
+// blocks) or, in inference, w_ih and w_hh packed within
+// kAmxInputOnTilesMaxBytes (streamed from L2 each step). Intel Xeon (2 MiB
+// L2), 1 thread, against the layer's input product on oneDNN's matmul, T=50:
+// inference I=H=256 B=32 0.88x, I=H=128 B=8 0.91x, I=H=256 B=64 0.80x,
+// I=H=512 B=64 (4 MiB) 0.75x (T=100), I=H=1024 B=64 0.78x, I=128 H=512 B=64
+// 0.86x, but I=H=512 B=32 1.09x, B=16 1.38x, B=8 1.83x; training I=H=512
+// B=64 0.94x, I=H=128 B=64 0.93x, I=H=256 B=32 1.03-1.08x, I=H=128 B=8 1.10x.
 constexpr int64_t kAmxInputOnTilesMaxBytes = int64_t{1} << 20;
+constexpr int64_t kAmxInputOnTilesMinRows = 64;
 struct AmxInput {
   int64_t K = 0;
   const uint16_t* packed = nullptr;

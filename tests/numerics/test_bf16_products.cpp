@@ -265,7 +265,7 @@ TEST(Bf16AmxStep, InputOnTheTilesMatchesDoubleReference) {
         static_cast<std::size_t>(lstmop::detail::amx_packed_size(H, K)));
     lstmop::detail::amx_pack_w_hh(H, w_hh.data(), H, packed_hh.data());
     lstmop::detail::amx_pack_gates(H, K, w_ih.data(), K, packed_ih.data());
-    for (int64_t rows : {1, 16, 21}) {
+    for (int64_t rows : {1, 16, 21, 40}) {
       SCOPED_TRACE(::testing::Message() << "H " << H << " K " << K << " rows " << rows);
       std::vector<uint16_t> h(static_cast<std::size_t>(rows * kp), 0), x(static_cast<std::size_t>(rows * K));
       for (int64_t r = 0; r < rows; ++r) {
@@ -368,18 +368,23 @@ TEST(Bf16AmxStep, TakenWhereTheCpuAndShapeAllow) {
                                       std::getenv("LSTMOP_BF16_STEP") == nullptr);
   EXPECT_FALSE(lstmop::detail::amx_step_supported(20));
   struct Case {
-    int64_t H, B;
+    int64_t H, B, I;
     DType dtype;
     bool train;
   };
-  // Below bf16_matmul_min_batch rows too (no primitive per step).
-  for (const Case& k : {Case{16, 5, DType::BFloat16, true}, Case{20, 5, DType::BFloat16, true},
-                        Case{32, 5, DType::Float32, true}, Case{16, 2, DType::BFloat16, false},
-                        Case{16, 2, DType::BFloat16, true}, Case{32, 5, DType::BFloat16, false},
-                        Case{32, 5, DType::Float32, false}}) {
+  // Below bf16_matmul_min_batch rows too (no primitive per step); the input
+  // on the tiles from kAmxInputOnTilesMinRows rows in training, and in
+  // inference with w_ih and w_hh packed beyond kAmxInputOnTilesMaxBytes.
+  for (const Case& k :
+       {Case{16, 5, 6, DType::BFloat16, true}, Case{20, 5, 6, DType::BFloat16, true},
+        Case{32, 5, 6, DType::Float32, true}, Case{16, 2, 6, DType::BFloat16, false},
+        Case{16, 2, 6, DType::BFloat16, true}, Case{32, 5, 64, DType::BFloat16, false},
+        Case{32, 5, 64, DType::Float32, false}, Case{32, 5, 64, DType::BFloat16, true},
+        Case{32, 64, 64, DType::BFloat16, true}, Case{32, 64, 48, DType::BFloat16, true},
+        Case{512, 8, 64, DType::BFloat16, false}, Case{512, 64, 64, DType::BFloat16, false}}) {
     LstmConfig c;
     c.dtype = k.dtype;
-    c.T = 3, c.B = k.B, c.I = k.H == 32 && !k.train ? 64 : 6, c.H = k.H;
+    c.T = 3, c.B = k.B, c.I = k.I, c.H = k.H;
     c.train = k.train;
     const LstmProblem p = make_problem(c, 3);
     if (k.dtype == DType::Float32) lstmop::set_fp32_precision("bf16");
@@ -394,12 +399,33 @@ TEST(Bf16AmxStep, TakenWhereTheCpuAndShapeAllow) {
     // The backward's dh per step on the tiles too.
     const bool dh_taken = taken && k.train;
     EXPECT_EQ(lstmop::detail::amx_dh_runs() - dh_before, dh_taken ? c.T : 0) << c.name();
-    // The input on the tiles in inference where the input size is a multiple
-    // of 32 (kAmxInputOnTilesMaxBytes holds for these sizes).
-    const bool input_taken = taken && !k.train && c.I % 32 == 0;
+    const bool in_l2 = (k.I + k.H) * 4 * k.H * 2 <= lstmop::detail::kAmxInputOnTilesMaxBytes;
+    const bool input_taken =
+        taken && c.I % 32 == 0 &&
+        (k.B >= lstmop::detail::kAmxInputOnTilesMinRows || (!k.train && in_l2));
     EXPECT_EQ(lstmop::detail::amx_input_runs() - input_before, input_taken ? c.T : 0)
         << c.name();
   }
+}
+
+// Training with the step's input on the tiles (kAmxInputOnTilesMinRows rows
+// and more): outputs and gradients against the double reference, pairs of
+// row blocks and a partial one, variable length, both directions, two
+// layers; the counter shows the path was taken where the CPU has AMX.
+TEST(Bf16AmxStep, InputOnTheTilesInTrainingAgainstReference) {
+  LstmConfig c;
+  c.dtype = DType::BFloat16;
+  c.T = 4, c.B = 70, c.I = 32, c.H = 32, c.L = 2;
+  c.bidirectional = true;
+  c.packed = true;
+  for (int64_t b = 0; b < c.B; ++b) c.lengths.push_back(4 - b * 4 / c.B);
+  const int64_t before = lstmop::detail::amx_input_runs();
+  expect_low_precision_near_reference(make_problem(c, 3500), 3501);
+  const bool amx = lstmop::kernels::kernel_choice().bf16_amx_step;
+  std::printf("[bf16 AMX step] input on the tiles in training: %s\n",
+              amx ? "run" : "not run here (no AMX, or LSTMOP_BF16_STEP set)");
+  // Forward only: four slots of T steps.
+  EXPECT_EQ(lstmop::detail::amx_input_runs() - before, amx ? 4 * c.T : 0);
 }
 
 // Infinities in op(A) give C's infinities and NaNs where the double sum of

@@ -176,6 +176,13 @@ std::vector<LstmConfig> model_configs(DType dtype) {
   tiles_input.packed = true;
   tiles_input.lengths = {6, 6, 6, 6, 6, 5, 5, 5, 5, 4, 4, 4, 3, 3, 3, 2, 2, 2, 1, 1, 1};
   configs.push_back(tiles_input);
+  // Training with the input on the tiles (kAmxInputOnTilesMinRows rows):
+  // pairs of row blocks and a partial one, variable length, both directions,
+  // two layers (layer 1's input 2 x 32).
+  LstmConfig tiles_input_train = config(4, 70, 32, 32, 2, true);
+  tiles_input_train.packed = true;
+  for (int64_t b = 0; b < 70; ++b) tiles_input_train.lengths.push_back(4 - b * 4 / 70);
+  configs.push_back(tiles_input_train);
   return configs;
 }
 
