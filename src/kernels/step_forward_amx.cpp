@@ -1,7 +1,9 @@
 // The AMX step of step_forward_amx.h: tile configuration, the kernel and the
-// packing. The tile registers: 0..3 the block's four gate tiles (C), 4 the
-// block's h (A, rows x 32 k), 5..7 w_hh's tiles (B, 16 k pairs x 16 units)
-// in rotation.
+// packing. The tile registers of a single block: 0..3 its four gate tiles
+// (C), 4 its h (A, rows x 32 k), 5..7 w_hh's tiles (B, 16 k pairs x 16 units)
+// in rotation; of a pair of row blocks: 0, 1 and 2, 3 two gates' tiles of
+// each block, 4 and 5 their h, 6 and 7 the two gates' w tiles (dh alike, with
+// two column tiles for two gates).
 #include "kernels/step_forward_amx.h"
 
 #include <immintrin.h>
@@ -189,6 +191,42 @@ LSTMOP_TARGET_AMX inline void dh_columns(int64_t H, int64_t kb, const uint16_t* 
   if constexpr (NT > 3) _tile_stored(3, c + 48, ldc);
 }
 
+// dh's columns [n0, n0 + 16 * NT) (NT 1 or 2) of a pair of row blocks (the
+// pair configuration: a0's rows into tiles 0 and 1, a1's into 2 and 3), from
+// zero over the k blocks: each w tile loaded once for both row blocks.
+template <int NT>
+LSTMOP_TARGET_AMX inline void dh_columns_pair(int64_t H, int64_t kb, const uint16_t* b,
+                                              const uint16_t* a0, const uint16_t* a1, float* c0,
+                                              float* c1) {
+  const int64_t lda = 4 * H * static_cast<int64_t>(sizeof(uint16_t));
+  const int64_t ldc = H * static_cast<int64_t>(sizeof(float));
+  const int64_t tile_stride = kb * kTile;
+  _tile_zero(0);
+  _tile_zero(2);
+  if constexpr (NT > 1) {
+    _tile_zero(1);
+    _tile_zero(3);
+  }
+  for (int64_t q = 0; q < kb; ++q, b += kTile) {
+    _tile_loadd(4, a0 + q * 32, lda);
+    _tile_loadd(6, b, 64);
+    _tile_dpbf16ps(0, 4, 6);
+    if constexpr (NT > 1) {
+      _tile_loadd(7, b + tile_stride, 64);
+      _tile_dpbf16ps(1, 4, 7);
+    }
+    _tile_loadd(5, a1 + q * 32, lda);
+    _tile_dpbf16ps(2, 5, 6);
+    if constexpr (NT > 1) _tile_dpbf16ps(3, 5, 7);
+  }
+  _tile_stored(0, c0, ldc);
+  _tile_stored(2, c1, ldc);
+  if constexpr (NT > 1) {
+    _tile_stored(1, c0 + 16, ldc);
+    _tile_stored(3, c1 + 16, ldc);
+  }
+}
+
 }  // namespace
 
 int64_t amx_k_padded(int64_t H) { return (H + 31) / 32 * 32; }
@@ -336,15 +374,33 @@ LSTMOP_TARGET_AMX void amx_dh(int64_t rows, int64_t H, const uint16_t* packed,
                               const uint16_t* d_gates, float* dh) {
   g_dh_runs.fetch_add(1, std::memory_order_relaxed);
   const int64_t kb = 4 * H / 32, G = 4 * H, tiles = H / 16;
-  int64_t configured = 0;
-  for (int64_t r0 = 0; r0 < rows; r0 += 16) {
-    const int64_t block_rows = rows - r0 < 16 ? rows - r0 : 16;
-    if (block_rows != configured) {
-      load_config(block_rows);
-      configured = block_rows;
+  int64_t configured = -1;
+  const auto configure = [&](int64_t rows_a, int64_t rows_b) {
+    const int64_t key = rows_a * 32 + rows_b;
+    if (key != configured) {
+      load_config(rows_a, rows_b);
+      configured = key;
     }
+  };
+  for (int64_t r0 = 0; r0 < rows; r0 += 32) {
     const uint16_t* a = d_gates + r0 * G;
     float* c = dh + r0 * H;
+    if (rows - r0 > 16) {
+      // A pair of row blocks: two column tiles at a time (as the step's pairs).
+      const int64_t rows_b = rows - r0 - 16 < 16 ? rows - r0 - 16 : 16;
+      configure(16, rows_b);
+      int64_t j = 0;
+      for (; j + 2 <= tiles; j += 2) {
+        dh_columns_pair<2>(H, kb, packed + j * kb * kTile, a, a + 16 * G, c + j * 16,
+                           c + 16 * H + j * 16);
+      }
+      if (j < tiles) {
+        dh_columns_pair<1>(H, kb, packed + j * kb * kTile, a, a + 16 * G, c + j * 16,
+                           c + 16 * H + j * 16);
+      }
+      continue;
+    }
+    configure(rows - r0, 0);
     int64_t j = 0;
     for (; j + 4 <= tiles; j += 4) dh_columns<4>(H, kb, packed + j * kb * kTile, a, c + j * 16);
     const uint16_t* b = packed + j * kb * kTile;
@@ -355,7 +411,7 @@ LSTMOP_TARGET_AMX void amx_dh(int64_t rows, int64_t H, const uint16_t* packed,
       default: break;
     }
   }
-  if (configured != 0) release_tiles();
+  if (configured >= 0) release_tiles();
 }
 
 int64_t amx_step_runs() { return g_runs.load(); }

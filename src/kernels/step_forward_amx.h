@@ -11,7 +11,9 @@
 // in order (tdpbf16ps: each product of two bfloat16 values exact in float32,
 // added to the float32 tile), go back to the gates, and then `done` runs for
 // the block (the driver's cell pass over those rows and units, while they are
-// in L1). The sums depend on the sizes only: the bits are the same whichever
+// in L1). Rows go in pairs of blocks (32 rows: each w tile loaded once for
+// both, in two passes of two gates' tiles), a last block of at most 16 rows
+// alone; the sums are the same either way. The sums depend on the sizes only: the bits are the same whichever
 // thread or call runs them. The tile unit reads subnormal operands as zero
 // and flushes subnormal results: used only where the call flushes subnormals.
 #pragma once

@@ -311,8 +311,9 @@ TEST(Bf16AmxStep, InputOnTheTilesMatchesDoubleReference) {
 
 // The backward's dh on AMX tiles: dh = d_gates w_hh within the float32 sum's
 // bound of the double sum of the exact products, for 1 to 4 column tiles in
-// the last group, blocks of 16 rows and partial ones; the row past the step's
-// untouched.
+// the last group, blocks of 16 rows and partial ones, pairs of row blocks
+// (two column tiles at a time, an odd last one alone); the row past the
+// step's untouched.
 TEST(Bf16AmxStep, DhMatchesDoubleReference) {
   if (!lstmop::kernels::amx_bf16_usable()) {
     std::printf("[bf16 AMX dh] no AMX tiles for bfloat16: not run\n");
@@ -326,7 +327,7 @@ TEST(Bf16AmxStep, DhMatchesDoubleReference) {
     for (auto& v : w) v = bits_of(dist(gen));
     std::vector<uint16_t> packed(static_cast<std::size_t>(lstmop::detail::amx_dh_packed_size(H)));
     lstmop::detail::amx_pack_w_hh_for_dh(H, w.data(), H, packed.data());
-    for (int64_t rows : {1, 16, 19}) {
+    for (int64_t rows : {1, 16, 19, 40}) {
       SCOPED_TRACE(::testing::Message() << "H " << H << " rows " << rows);
       std::vector<uint16_t> d(static_cast<std::size_t>(rows * G));
       for (auto& v : d) v = bits_of(dist(gen));
