@@ -39,8 +39,10 @@ int64_t amx_packed_size(int64_t H, int64_t K);
 void amx_pack_gates(int64_t H, int64_t K, const uint16_t* w, int64_t ld, uint16_t* packed);
 
 // The step: gates (rows, 4H) row stride 4H; h (rows, amx_k_padded(H)) row
-// stride ldh >= amx_k_padded(H); done(ctx, r0, block_rows, u0) after each
-// block of rows [r0, r0 + block_rows) and units [u0, u0 + 16).
+// stride ldh >= amx_k_padded(H); done(ctx, r0, block_rows, u0) once for every
+// row of each block, after the block's sums: for rows [r0, r0 + block_rows)
+// of one block of 16 (all of them, or a slice of a pair's block) and units
+// [u0, u0 + 16).
 using AmxBlockDone = void (*)(void* ctx, int64_t r0, int64_t block_rows, int64_t u0);
 void amx_step_forward(int64_t rows, int64_t H, const uint16_t* packed, const uint16_t* h,
                       int64_t ldh, float* gates, AmxBlockDone done, void* ctx);
