@@ -4,6 +4,7 @@
 #include "kernels/cell_pass.h"
 
 #include <algorithm>
+#include <cstring>
 #include <type_traits>
 
 #include "common/element_access.h"
@@ -35,17 +36,39 @@ void cell_pass_forward(int64_t rows, int64_t H, int64_t u_begin, int64_t u_end, 
                                           layer_out, ld_out, saved);
 }
 
+namespace {
+
+// dst[e] = StoreAs<Storage>::from(src[e]) for e < n; bfloat16 through a
+// branch-free form of float_to_bfloat16 (tensor.h: the same bits, NaN quieted
+// with sign and payload kept), which the compiler vectorizes (B4's shape,
+// bfloat16 training: this fill took 2.6% of a call element by element).
+template <class Acc, class Storage>
+void store_run(const Acc* src, int64_t n, Storage* dst) {
+  if constexpr (std::is_same_v<Acc, float> && std::is_same_v<Storage, BFloat16>) {
+    for (int64_t e = 0; e < n; ++e) {
+      uint32_t x;
+      std::memcpy(&x, src + e, sizeof x);
+      const uint32_t rounded = (x + 0x7fffu + ((x >> 16) & 1u)) >> 16;
+      const uint32_t quiet_nan = (x >> 16) | 0x0040u;
+      dst[e].bits = static_cast<uint16_t>((x & 0x7fffffffu) > 0x7f800000u ? quiet_nan : rounded);
+    }
+  } else {
+    for (int64_t e = 0; e < n; ++e) dst[e] = StoreAs<Storage>::from(src[e]);
+  }
+}
+
+}  // namespace
+
 template <class Acc, class Storage>
 void cell_pass_fill_invalid(int64_t rows, int64_t H, const Acc* h_carried, const Acc* c_carried,
                             const StepSaved<Storage>& saved) {
-  for (int64_t e = 0; e < rows * H; ++e) {
-    saved.i[e] = Storage{};
-    saved.j[e] = Storage{};
-    saved.f[e] = Storage{};
-    saved.o[e] = Storage{};
-    if (saved.h != nullptr) saved.h[e] = StoreAs<Storage>::from(h_carried[e]);
-    saved.c[e] = StoreAs<Storage>::from(c_carried[e]);
-  }
+  const int64_t n = rows * H;
+  std::fill_n(saved.i, n, Storage{});
+  std::fill_n(saved.j, n, Storage{});
+  std::fill_n(saved.f, n, Storage{});
+  std::fill_n(saved.o, n, Storage{});
+  if (saved.h != nullptr) store_run(h_carried, n, saved.h);
+  store_run(c_carried, n, saved.c);
   // tanh(c) with the function the forward pass used, so the carried tanhc has
   // the bits of the last valid step's.
   constexpr int64_t kChunk = 256;
@@ -61,7 +84,7 @@ void cell_pass_fill_invalid(int64_t rows, int64_t H, const Acc* h_carried, const
     } else {
       tanh_generic<Acc>(n, c_carried + e0, tanh_c);
     }
-    for (int64_t e = 0; e < n; ++e) saved.tanhc[e0 + e] = StoreAs<Storage>::from(tanh_c[e]);
+    store_run(static_cast<const Acc*>(tanh_c), n, saved.tanhc + e0);
   }
 }
 

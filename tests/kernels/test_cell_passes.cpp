@@ -703,6 +703,48 @@ TEST(CellPassActivations, Avx512InterleavedGatesGiveTheBitsOfOneAtATime) {
   EXPECT_EQ(differing, 0);
 }
 
+// The saved tensors at positions a sequence does not reach, in bfloat16:
+// zeros in i, j, f, o and h, c, tanh(c) rounded as float_to_bfloat16 rounds
+// them (tensor.h: nearest even, overflow to infinity, NaN quieted with sign
+// and payload), for NaNs, infinities, ties, the largest floats and
+// subnormals; tanh(c) with the forward pass's own tanh.
+TEST(CellPassFillInvalid, Bfloat16AsFloatToBfloat16Rounds) {
+  std::vector<float> v;
+  const auto from_bits = [](uint32_t b) {
+    float f;
+    std::memcpy(&f, &b, sizeof f);
+    return f;
+  };
+  for (uint32_t b : {0x7fc00001u, 0xffc12345u, 0x7f800001u, 0xff812345u, 0x7f800000u,
+                     0xff800000u, 0x7f7fffffu, 0xff7f8000u, 0x7f7f7fffu, 0x3f808000u,
+                     0x3f818000u, 0x3f808001u, 0xbf807fffu, 0x00000001u, 0x80008000u,
+                     0x00018000u, 0x00000000u, 0x80000000u}) {
+    v.push_back(from_bits(b));
+  }
+  std::mt19937 gen(41);
+  std::uniform_int_distribution<uint32_t> bits;
+  while (v.size() < 3 * 67) v.push_back(from_bits(bits(gen)));
+  const int64_t rows = 3, H = 67, n = rows * H;
+  std::vector<float> h(v.begin(), v.begin() + n), c(h.rbegin(), h.rend());
+  std::vector<BFloat16> i(n, BFloat16(1.0f)), j = i, f = i, o = i, sh = i, sc = i, st = i;
+  const StepSaved<BFloat16> saved{i.data(), j.data(), f.data(), o.data(),
+                                  sh.data(), sc.data(), st.data()};
+  cell_pass_fill_invalid<float, BFloat16>(rows, H, h.data(), c.data(), saved);
+  std::vector<float> tanh_c(n);
+  switch (kernels::kernel_choice().cell_forward) {
+    case Isa::Avx512: tanh_avx512(n, c.data(), tanh_c.data()); break;
+    case Isa::Avx2: tanh_avx2(n, c.data(), tanh_c.data()); break;
+    case Isa::Scalar: tanh_generic<float>(n, c.data(), tanh_c.data()); break;
+  }
+  for (int64_t e = 0; e < n; ++e) {
+    SCOPED_TRACE(::testing::Message() << "element " << e << " h " << h[e] << " c " << c[e]);
+    for (const auto* zero : {&i, &j, &f, &o}) EXPECT_EQ((*zero)[e].bits, 0u);
+    EXPECT_EQ(sh[e].bits, float_to_bfloat16(h[e]));
+    EXPECT_EQ(sc[e].bits, float_to_bfloat16(c[e]));
+    EXPECT_EQ(st[e].bits, float_to_bfloat16(tanh_c[e]));
+  }
+}
+
 }  // namespace
 }  // namespace detail
 }  // namespace lstmop
