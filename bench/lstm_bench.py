@@ -160,8 +160,11 @@ def machine_description():
     bf16 = os.environ.get("LSTMOP_BF16_STEP", "")
     if "avx512_bf16" not in flags or os.environ.get("LSTMOP_KERNEL_ISA") in ("scalar", "avx2"):
         form = "float32 FMAs (no AVX512-BF16 or capped)"
-    elif bf16 == "matmul" or (bf16 != "fused" and {"amx_tile", "amx_bf16"} <= flags):
-        form = "oneDNN matmul per step" + ("" if bf16 == "matmul" else " from batch 4")
+    elif bf16 == "matmul":
+        form = "oneDNN matmul per step"
+    elif bf16 != "fused" and {"amx_tile", "amx_bf16"} <= flags:
+        form = ("lstmop's AMX tiles per step where H % 16 == 0 (else oneDNN matmul per step "
+                "from batch 4)")
     else:
         form = "fused vdpbf16ps step"
     return (f"{model} [{' '.join(shown) or 'no AVX2'}]"
