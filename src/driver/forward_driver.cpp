@@ -803,31 +803,38 @@ class ForwardDriver {
           round_to_bfloat16_bits(b.h + r * H + u0, 16, b.next + r * kp + u0);
         }
       };
-      for (int64_t n = 0; n < p_.T; ++n) {
-        const int64_t t = dir == 0 ? n : p_.T - 1 - n;
-        const int64_t rows = p_.step_batch[t];
-        if (rows == 0) continue;
-        const int64_t off = p_.step_offset[t];
-        const StepSaved<Storage> saved = p_.train ? saved_at(s, t) : StepSaved<Storage>{};
-        uint16_t* next = w.amx_h_bits[(n + 1) % 2].data();
-        // With the input on the tiles the step's gates are written, not read:
-        // one step's rows at the buffer's start, which stay in cache.
-        Block b{this, &w, w.gates.data() + (input_on_tiles > 0 ? 0 : off * G), h,
-                bits_only() ? h : layer.y + off * DH + dir * H, bits_only() ? H : DH,
-                p_.train ? &saved : nullptr, next};
-        if (input_on_tiles > 0) {
+      // Units [u0, u1) of every step; in split mode each part its own, the
+      // parts meeting after each step (the next one reads all of h).
+      const auto steps = [&](int64_t u0, int64_t u1, PairBarrier* barrier) {
+        for (int64_t n = 0; n < p_.T; ++n) {
+          const int64_t t = dir == 0 ? n : p_.T - 1 - n;
+          const int64_t rows = p_.step_batch[t];
+          if (rows == 0) continue;
+          const int64_t off = p_.step_offset[t];
+          const StepSaved<Storage> saved = p_.train ? saved_at(s, t) : StepSaved<Storage>{};
+          uint16_t* next = w.amx_h_bits[(n + 1) % 2].data();
+          // With the input on the tiles the step's gates are written, not
+          // read: one step's rows at the buffer's start, which stay in cache.
+          Block b{this, &w, w.gates.data() + (input_on_tiles > 0 ? 0 : off * G), h,
+                  bits_only() ? h : layer.y + off * DH + dir * H, bits_only() ? H : DH,
+                  p_.train ? &saved : nullptr, next};
           const AmxInput x{input_on_tiles, w.amx_w_ih.data(),
                            layer.x_bits + off * input_on_tiles, input_on_tiles};
-          amx_step_forward_input(rows, H, &x, w.amx_w_hh.data(), w.amx_h_bits[n % 2].data(), kp,
-                                 b.gates, done, &b);
-        } else {
-          amx_step_forward(rows, H, w.amx_w_hh.data(), w.amx_h_bits[n % 2].data(), kp, b.gates,
-                           done, &b);
+          amx_step_forward_input(rows, H, input_on_tiles > 0 ? &x : nullptr, w.amx_w_hh.data(),
+                                 w.amx_h_bits[n % 2].data(), kp, b.gates, done, &b, u0, u1);
+          for (int64_t r = 0; r < rows; ++r) {
+            std::copy_n(next + r * kp + u0, u1 - u0, layer.y_bits + (off + r) * DH + dir * H + u0);
+          }
+          if (barrier != nullptr) barrier->wait();
         }
-        for (int64_t r = 0; r < rows; ++r) {
-          std::copy_n(next + r * kp, H, layer.y_bits + (off + r) * DH + dir * H);
-        }
+      };
+      const ThreadPlan& tp = plan_.threads;
+      if (tp.threading == Threading::SplitUnits && run_pair([&](int part) {
+            steps(tp.units[part].begin, tp.units[part].end, &barrier_);
+          })) {
+        return;
       }
+      steps(0, H, nullptr);
     } else {
       (void)s, (void)dir, (void)w, (void)layer;
     }

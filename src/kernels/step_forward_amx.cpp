@@ -282,7 +282,8 @@ LSTMOP_TARGET_AMX void amx_step_forward(int64_t rows, int64_t H, const uint16_t*
 LSTMOP_TARGET_AMX void amx_step_forward_input(int64_t rows, int64_t H, const AmxInput* x,
                                               const uint16_t* packed, const uint16_t* h,
                                               int64_t ldh, float* gates, AmxBlockDone done,
-                                              void* ctx) {
+                                              void* ctx, int64_t u_begin, int64_t u_end) {
+  if (u_end < 0) u_end = H;
   g_runs.fetch_add(1, std::memory_order_relaxed);
   if (x != nullptr) g_input_runs.fetch_add(1, std::memory_order_relaxed);
   const int64_t kb = amx_k_padded(H) / 32, G = 4 * H;
@@ -375,12 +376,12 @@ LSTMOP_TARGET_AMX void amx_step_forward_input(int64_t rows, int64_t H, const Amx
   // block's tiles read once from L3 for every row block (I=H=512 B=64
   // inference 0.91x; at I=H=256, 512 KiB of tiles, 1.04-1.11x slower).
   if (amx_packed_size(H) * static_cast<int64_t>(sizeof(uint16_t)) > kAmxUnitsOuterMinBytes) {
-    for (int64_t u0 = 0; u0 < H; u0 += 16) {
+    for (int64_t u0 = u_begin; u0 < u_end; u0 += 16) {
       for (int64_t r0 = 0; r0 < rows; r0 += 32) block_at(r0, u0);
     }
   } else {
     for (int64_t r0 = 0; r0 < rows; r0 += 32) {
-      for (int64_t u0 = 0; u0 < H; u0 += 16) block_at(r0, u0);
+      for (int64_t u0 = u_begin; u0 < u_end; u0 += 16) block_at(r0, u0);
     }
   }
   flush(2);

@@ -70,9 +70,12 @@ struct AmxInput {
   const uint16_t* rows = nullptr;
   int64_t ld = 0;
 };
+// u_begin, u_end: the units a call computes (multiples of 16; u_end < 0 for
+// H): split mode's parts, each its own units of every step (the same sums
+// as one call over all of them).
 void amx_step_forward_input(int64_t rows, int64_t H, const AmxInput* x, const uint16_t* packed,
                             const uint16_t* h, int64_t ldh, float* gates, AmxBlockDone done,
-                            void* ctx);
+                            void* ctx, int64_t u_begin = 0, int64_t u_end = -1);
 
 // The backward's per-step dh on the same tiles:
 //

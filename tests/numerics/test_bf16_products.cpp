@@ -28,6 +28,7 @@
 #include "kernels/cpu_features.h"
 #include "kernels/step_forward_amx.h"
 #include "plan/lstm_plan.h"
+#include "lstm_test_plans.h"
 #include "lstm_test_support.h"
 #include "lstmop/lstmop.h"
 
@@ -38,6 +39,7 @@ using lstmop::detail::bf16_gemm_available;
 using lstmop::detail::bf16_gemm_runs;
 using lstmop::detail::bf16_operands_normal;
 using lstmop::detail::gemm_bf16_nt;
+using lstmop::detail::Threading;
 
 uint16_t bits_of(float v) { return lstmop::float_to_bfloat16(v); }
 
@@ -445,6 +447,65 @@ TEST(Bf16AmxStep, InputOnTheTilesInTrainingAgainstReference) {
               amx ? "run" : "not run here (no AMX, or LSTMOP_BF16_STEP set)");
   // Forward only: four slots of T steps.
   EXPECT_EQ(lstmop::detail::amx_input_runs() - before, amx ? 4 * c.T : 0);
+}
+
+// Split mode on the AMX tiles (inference's steps' unit blocks in two parts,
+// one a thread, meeting after each step): on 2 and 3 threads the bits of one
+// thread, with the input product in the layer or on the tiles, pairs of row
+// blocks and single ones, variable length, two layers. Training keeps its
+// steps on one thread.
+TEST(Bf16AmxStep, SplitModeGivesTheBitsOfOneThread) {
+  if (!lstmop::kernels::kernel_choice().bf16_amx_step) {
+    std::printf("[bf16 AMX step] not taken here (no AMX, or LSTMOP_BF16_STEP set): its split "
+                "mode not run\n");
+    return;
+  }
+  const int saved = lstmop::get_num_threads();
+  LstmConfig layer;  // the input product in the layer (input size 24)
+  layer.dtype = DType::BFloat16;
+  layer.T = 12, layer.B = 8, layer.I = 24, layer.H = 128, layer.L = 1;
+  layer.train = false;
+  LstmConfig tiles = layer;  // the input on the tiles (within 1 MiB), units 64 | 80
+  tiles.T = 6, tiles.B = 33, tiles.I = 64, tiles.H = 144, tiles.L = 2;
+  tiles.packed = true;
+  for (int64_t b = 0; b < tiles.B; ++b) tiles.lengths.push_back(6 - b * 5 / tiles.B);
+  LstmConfig wide = layer;  // the input on the tiles from 64 rows (70: pairs and a single)
+  wide.T = 4, wide.B = 70, wide.I = 32, wide.H = 128;
+  LstmConfig train = layer;
+  train.train = true;
+  for (const LstmConfig& c : {layer, tiles, wide, train}) {
+    SCOPED_TRACE(c.name());
+    const LstmProblem p = make_problem(c, 37);
+    const LstmGrads g = make_grads(p, 38);
+    lstmop::set_num_threads(1);
+    const ForwardResult f1 = run_forward(p);
+    const BackwardResult b1 = c.train ? run_backward(p, g, f1) : BackwardResult{};
+    for (int threads : {2, 3}) {
+      lstmop::set_num_threads(threads);
+      const Plans plans = plans_of(p);
+      ASSERT_TRUE(plans.forward.bf16_matmul_step);
+      EXPECT_EQ(plans.forward.threads.threading,
+                c.train ? Threading::Serial : Threading::SplitUnits)
+          << threads;
+      EXPECT_NE(plans.backward.threads.threading, Threading::SplitUnits) << threads;
+      const int64_t before = lstmop::detail::amx_step_runs();
+      const ForwardResult f = run_forward(p);
+      // Split, each part calls the step for its units: two calls a step.
+      EXPECT_EQ(lstmop::detail::amx_step_runs() - before, (c.train ? 1 : 2) * c.T * c.L)
+          << threads;
+      const NamedViews a1 = forward_outputs(f1), a = forward_outputs(f);
+      for (std::size_t k = 0; k < a1.size(); ++k) {
+        EXPECT_TRUE(bitwise_equal(a1[k].second, a[k].second)) << a1[k].first << " " << threads;
+      }
+      if (!c.train) continue;
+      const BackwardResult b = run_backward(p, g, f);
+      const NamedViews g1 = backward_outputs(b1), gb = backward_outputs(b);
+      for (std::size_t k = 0; k < g1.size(); ++k) {
+        EXPECT_TRUE(bitwise_equal(g1[k].second, gb[k].second)) << g1[k].first << " " << threads;
+      }
+    }
+  }
+  lstmop::set_num_threads(saved);
 }
 
 // Infinities in op(A) give C's infinities and NaNs where the double sum of
