@@ -322,7 +322,7 @@ LSTMOP_TARGET_AMX void amx_step_forward_input(int64_t rows, int64_t H, const Amx
   const auto spread = [&](int64_t iterations) {
     int64_t slices = 0;
     for (int i = 0; i < n_pending; ++i) slices += (pending[i].rows + kSliceRows - 1) / kSliceRows;
-    every = slices == 0 || iterations == 0 ? INT64_MAX : (iterations + slices - 1) / slices;
+    every = slices == 0 ? INT64_MAX : (iterations + slices - 1) / slices;
     count = 0;
     at = 0;
   };
@@ -349,8 +349,8 @@ LSTMOP_TARGET_AMX void amx_step_forward_input(int64_t rows, int64_t H, const Amx
       // 1.09x slower in slices): the previous block's whole pass after the
       // products are issued.
       configure(block_rows, 0);
-      spread(0);
-      multiply_block(H, x != nullptr ? &xr : nullptr, u0, kb, b, h + r0 * ldh, ldh, c, between);
+      const auto nothing = [] {};
+      multiply_block(H, x != nullptr ? &xr : nullptr, u0, kb, b, h + r0 * ldh, ldh, c, nothing);
       flush(2);
       store_block(H, c);
       pending[0] = {r0, block_rows, u0};
