@@ -452,8 +452,8 @@ class BackwardDriver {
     if constexpr (kFloat) {
       if (plan_.bf16_products) {
         const uint16_t* a = own.d_gates_bits.data() + p_.step_offset[t] * G;
-        if (amx_form_) {  // one part: all columns
-          if (rows > 0) amx_dh(rows, p_.H, w.amx_w_hh.data(), a, w.dh_state.data());
+        if (amx_form_) {  // the part's columns (split mode), else all
+          if (rows > 0) amx_dh(rows, p_.H, w.amx_w_hh.data(), a, w.dh_state.data(), u0, u1);
         } else if (matmul_form_) {
           if (rows > 0) w.matmul.multiply(rows, a, w.dh_state.data());
         } else {

@@ -406,9 +406,14 @@ void amx_pack_w_hh_for_dh(int64_t H, const uint16_t* w_hh, int64_t ld, uint16_t*
 }
 
 LSTMOP_TARGET_AMX void amx_dh(int64_t rows, int64_t H, const uint16_t* packed,
-                              const uint16_t* d_gates, float* dh) {
+                              const uint16_t* d_gates, float* dh, int64_t n_begin,
+                              int64_t n_end) {
   g_dh_runs.fetch_add(1, std::memory_order_relaxed);
-  const int64_t kb = 4 * H / 32, G = 4 * H, tiles = H / 16;
+  if (n_end < 0) n_end = H;
+  const int64_t kb = 4 * H / 32, G = 4 * H, tiles = (n_end - n_begin) / 16;
+  // The part's columns: its first tile's packed w and dh columns.
+  packed += n_begin / 16 * kb * kTile;
+  dh += n_begin;
   int64_t configured = -1;
   const auto configure = [&](int64_t rows_a, int64_t rows_b) {
     const int64_t key = rows_a * 32 + rows_b;

@@ -87,8 +87,10 @@ void amx_step_forward_input(int64_t rows, int64_t H, const AmxInput* x, const ui
 // stride H, overwritten; the k blocks in order from zero.
 int64_t amx_dh_packed_size(int64_t H);
 void amx_pack_w_hh_for_dh(int64_t H, const uint16_t* w_hh, int64_t ld, uint16_t* packed);
+// n_begin, n_end: the columns a call computes (multiples of 16; n_end < 0
+// for H): split mode's parts.
 void amx_dh(int64_t rows, int64_t H, const uint16_t* packed, const uint16_t* d_gates,
-            float* dh);
+            float* dh, int64_t n_begin = 0, int64_t n_end = -1);
 
 // The number of amx_step_forward(_input) and amx_dh calls in this process,
 // and of those with the input on the tiles (tests: which path a call took).

@@ -17,6 +17,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
 #include <limits>
 #include <random>
 #include <string>
@@ -355,6 +356,18 @@ TEST(Bf16AmxStep, DhMatchesDoubleReference) {
       const int64_t before = lstmop::detail::amx_dh_runs();
       lstmop::detail::amx_dh(rows, H, packed.data(), d.data(), dh.data());
       EXPECT_EQ(lstmop::detail::amx_dh_runs(), before + 1);
+      // Split mode's parts: the columns in two calls, the same bits, nothing
+      // written outside a call's columns.
+      if (H >= 32) {
+        const int64_t n1 = H / 32 * 16;
+        std::vector<float> parts(dh.size(), 42.0f);
+        lstmop::detail::amx_dh(rows, H, packed.data(), d.data(), parts.data(), 0, n1);
+        for (int64_t r = 0; r < rows; ++r) {
+          for (int64_t n = n1; n < H; ++n) ASSERT_EQ(parts[r * H + n], 42.0f) << r << " " << n;
+        }
+        lstmop::detail::amx_dh(rows, H, packed.data(), d.data(), parts.data(), n1, H);
+        EXPECT_EQ(0, std::memcmp(parts.data(), dh.data(), dh.size() * sizeof(float)));
+      }
       for (int64_t r = 0; r <= rows; ++r) {
         for (int64_t n = 0; n < H; ++n) {
           const float got = dh[r * H + n];
@@ -450,10 +463,12 @@ TEST(Bf16AmxStep, InputOnTheTilesInTrainingAgainstReference) {
 }
 
 // Split mode on the AMX tiles (inference's steps' unit blocks in two parts,
-// one a thread, meeting after each step): on 2 and 3 threads the bits of one
-// thread, with the input product in the layer or on the tiles, pairs of row
-// blocks and single ones, variable length, two layers. Training keeps its
-// steps on one thread.
+// one a thread, meeting after each step; the backward's steps from 2^23
+// multiply-adds of dh a step, each part its units' cell pass and its dh
+// columns): on 2 and 3 threads the bits of one thread, with the input product
+// in the layer or on the tiles, pairs of row blocks and single ones, variable
+// length, two layers. Training's forward steps stay on one thread, and the
+// backward's below that work.
 TEST(Bf16AmxStep, SplitModeGivesTheBitsOfOneThread) {
   if (!lstmop::kernels::kernel_choice().bf16_amx_step) {
     std::printf("[bf16 AMX step] not taken here (no AMX, or LSTMOP_BF16_STEP set): its split "
@@ -471,10 +486,16 @@ TEST(Bf16AmxStep, SplitModeGivesTheBitsOfOneThread) {
   for (int64_t b = 0; b < tiles.B; ++b) tiles.lengths.push_back(6 - b * 5 / tiles.B);
   LstmConfig wide = layer;  // the input on the tiles from 64 rows (70: pairs and a single)
   wide.T = 4, wide.B = 70, wide.I = 32, wide.H = 128;
-  LstmConfig train = layer;
+  LstmConfig train = layer;  // 2^19 multiply-adds of dh a step: not split
   train.train = true;
-  for (const LstmConfig& c : {layer, tiles, wide, train}) {
+  LstmConfig train_split = train;  // 2^23: the backward split, variable length, two layers
+  train_split.T = 5, train_split.B = 32, train_split.I = 40, train_split.H = 256;
+  train_split.L = 2;
+  train_split.packed = true;
+  for (int64_t b = 0; b < train_split.B; ++b) train_split.lengths.push_back(5 - b * 4 / 32);
+  for (const LstmConfig& c : {layer, tiles, wide, train, train_split}) {
     SCOPED_TRACE(c.name());
+    const bool backward_split = c.train && c.B * 4 * c.H * c.H >= (int64_t{1} << 23);
     const LstmProblem p = make_problem(c, 37);
     const LstmGrads g = make_grads(p, 38);
     lstmop::set_num_threads(1);
@@ -487,7 +508,9 @@ TEST(Bf16AmxStep, SplitModeGivesTheBitsOfOneThread) {
       EXPECT_EQ(plans.forward.threads.threading,
                 c.train ? Threading::Serial : Threading::SplitUnits)
           << threads;
-      EXPECT_NE(plans.backward.threads.threading, Threading::SplitUnits) << threads;
+      EXPECT_EQ(plans.backward.threads.threading,
+                backward_split ? Threading::SplitUnits : Threading::Serial)
+          << threads;
       const int64_t before = lstmop::detail::amx_step_runs();
       const ForwardResult f = run_forward(p);
       // Split, each part calls the step for its units: two calls a step.
@@ -498,7 +521,11 @@ TEST(Bf16AmxStep, SplitModeGivesTheBitsOfOneThread) {
         EXPECT_TRUE(bitwise_equal(a1[k].second, a[k].second)) << a1[k].first << " " << threads;
       }
       if (!c.train) continue;
+      const int64_t dh_before = lstmop::detail::amx_dh_runs();
       const BackwardResult b = run_backward(p, g, f);
+      EXPECT_EQ(lstmop::detail::amx_dh_runs() - dh_before,
+                (backward_split ? 2 : 1) * c.T * c.L)
+          << threads;
       const NamedViews g1 = backward_outputs(b1), gb = backward_outputs(b);
       for (std::size_t k = 0; k < g1.size(); ++k) {
         EXPECT_TRUE(bitwise_equal(g1[k].second, gb[k].second)) << g1[k].first << " " << threads;

@@ -80,6 +80,15 @@ std::vector<LstmConfig> configs() {
     }
     out.push_back(c);
   }
+  // bfloat16 training with 2^23 multiply-adds of dh a step: on an AMX CPU
+  // the backward's steps split on the tiles (lstm_plan.cpp).
+  LstmConfig dh_split;
+  dh_split.dtype = DType::BFloat16;
+  dh_split.T = 4;
+  dh_split.B = 32;
+  dh_split.I = 5;
+  dh_split.H = 256;
+  out.push_back(dh_split);
   // Unpacked steps of a few rows (lstm_plan.h: at most 3 rows, a w_hh of
   // 1 MiB): two parts of the units in lockstep on two threads, variable
   // length; and the chained form (packed weights of 1 MiB and more, batch 4),
