@@ -41,18 +41,19 @@ ThreadPlan plan_threads(const LstmProblem& p, bool backward) {
   // thread instead.)
   // The matmul form splits only one direction's steps on lstmop's AMX tiles:
   // inference's forward steps (each part its own unit blocks of every step, at
-  // the plan's fixed boundary) and, from 2^23 multiply-adds of dh a step, the
-  // backward's (each part its units' cell pass and its columns of dh, as split
-  // mode's float steps, balanced). Intel Xeon, 2 threads against 1, bfloat16:
-  // inference T=50 B=32 I=H=256 0.65x the time, T=200 B=8 I=H=128 0.73x;
-  // training with the backward split T=50 B=32 I=H=512 (2^25) 0.80x, B=32
-  // I=H=256 (2^23) 0.92x, but B=64 I=H=128 (2^22) 0.99x, B=16 I=H=256 (2^22)
-  // 1.07x, B=8 I=H=128 (2^19) 1.16x; training's forward split gained nothing
-  // (B=32 I=H=256 1.01x, B=8 I=H=128 1.07x: the backward then reads half the
-  // saved tensors from the other core's cache).
+  // the plan's fixed boundary) and, in training, from 2^23 multiply-adds of dh
+  // a step, the forward's and the backward's (each part its units' cell pass
+  // and its columns of dh, as split mode's float steps, balanced). Intel Xeon,
+  // 2 threads against 1, bfloat16: inference T=50 B=32 I=H=256 0.65x the
+  // time, T=200 B=8 I=H=128 0.73x; training with the backward split T=50 B=32
+  // I=H=512 (2^25) 0.80x, B=32 I=H=256 (2^23) 0.92x, but B=64 I=H=128 (2^22)
+  // 0.99x, B=16 I=H=256 (2^22) 1.07x, B=8 I=H=128 (2^19) 1.16x; the forward
+  // split too, against the backward's alone, 0.92x / 0.89x (I=H=256 / 512;
+  // alone, without the backward's, it gained nothing: 1.01x, and B=8 I=H=128
+  // 1.07x).
   const double dh_work = static_cast<double>(p.B) * 4.0 * static_cast<double>(p.H) *
                          static_cast<double>(p.H);
-  const bool amx_split = (backward ? dh_work >= 8388608.0 : !p.train) && p.D == 1 &&
+  const bool amx_split = (p.train ? dh_work >= 8388608.0 : !backward) && p.D == 1 &&
                          bf16_matmul_step(p) && kernels::kernel_choice().bf16_amx_step &&
                          p.H % 16 == 0;
   const bool can_split = threads >= 2 && float_compute && (!bf16_matmul_step(p) || amx_split) &&
