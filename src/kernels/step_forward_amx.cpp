@@ -56,6 +56,25 @@ LSTMOP_TARGET_AMX void load_config(int64_t rows, int64_t rows_b = 0) {
 
 LSTMOP_TARGET_AMX void release_tiles() { _tile_release(); }
 
+// A kernel call's tile configuration: loaded when the block shape changes,
+// released at the end where one was loaded.
+class Tiles {
+ public:
+  LSTMOP_TARGET_AMX void configure(int64_t rows, int64_t rows_b) {
+    const int64_t key = rows * 32 + rows_b;
+    if (key != key_) {
+      load_config(rows, rows_b);
+      key_ = key;
+    }
+  }
+  LSTMOP_TARGET_AMX void release() {
+    if (key_ >= 0) release_tiles();
+  }
+
+ private:
+  int64_t key_ = -1;
+};
+
 // tiles 0..3 += a (this configuration's rows, kb blocks of 32 k, row stride
 // lda elements) times the four gates' packed tiles b.
 template <class Between>
@@ -292,14 +311,7 @@ LSTMOP_TARGET_AMX void amx_step_forward_input(int64_t rows, int64_t H, const Amx
   // them, then they are stored. Rows go in pairs of row blocks
   // (multiply_k_pair), each pair in two passes of two gates; a last block
   // of at most 16 rows alone.
-  int64_t configured = -1;
-  const auto configure = [&](int64_t rows_a, int64_t rows_b) {
-    const int64_t key = rows_a * 32 + rows_b;
-    if (key != configured) {
-      load_config(rows_a, rows_b);
-      configured = key;
-    }
-  };
+  Tiles config;
   struct Pending {
     int64_t r0, rows, u0;
   };
@@ -348,7 +360,7 @@ LSTMOP_TARGET_AMX void amx_step_forward_input(int64_t rows, int64_t H, const Amx
       // Single blocks (batches of up to 16 rows, T=200 B=8 I=H=128 inference:
       // 1.09x slower in slices): the previous block's whole pass after the
       // products are issued.
-      configure(block_rows, 0);
+      config.configure(block_rows, 0);
       const auto nothing = [] {};
       multiply_block(H, x != nullptr ? &xr : nullptr, u0, kb, b, h + r0 * ldh, ldh, c, nothing);
       flush(2);
@@ -358,7 +370,7 @@ LSTMOP_TARGET_AMX void amx_step_forward_input(int64_t rows, int64_t H, const Amx
       return;
     }
     const int64_t rows_b = rows - r0 - 16 < 16 ? rows - r0 - 16 : 16;
-    configure(16, rows_b);
+    config.configure(16, rows_b);
     float* c1 = c + 16 * G;
     spread(2 * (kbx + kb));
     for (int64_t gp = 0; gp < 2; ++gp) {
@@ -385,7 +397,7 @@ LSTMOP_TARGET_AMX void amx_step_forward_input(int64_t rows, int64_t H, const Amx
     }
   }
   flush(2);
-  if (configured >= 0) release_tiles();
+  config.release();
 }
 
 int64_t amx_dh_packed_size(int64_t H) { return H / 16 * (4 * H / 32) * kTile; }
@@ -414,21 +426,14 @@ LSTMOP_TARGET_AMX void amx_dh(int64_t rows, int64_t H, const uint16_t* packed,
   // The part's columns: its first tile's packed w and dh columns.
   packed += n_begin / 16 * kb * kTile;
   dh += n_begin;
-  int64_t configured = -1;
-  const auto configure = [&](int64_t rows_a, int64_t rows_b) {
-    const int64_t key = rows_a * 32 + rows_b;
-    if (key != configured) {
-      load_config(rows_a, rows_b);
-      configured = key;
-    }
-  };
+  Tiles config;
   for (int64_t r0 = 0; r0 < rows; r0 += 32) {
     const uint16_t* a = d_gates + r0 * G;
     float* c = dh + r0 * H;
     if (rows - r0 > 16) {
       // A pair of row blocks: two column tiles at a time (as the step's pairs).
       const int64_t rows_b = rows - r0 - 16 < 16 ? rows - r0 - 16 : 16;
-      configure(16, rows_b);
+      config.configure(16, rows_b);
       int64_t j = 0;
       for (; j + 2 <= tiles; j += 2) {
         dh_columns_pair<2>(H, kb, packed + j * kb * kTile, a, a + 16 * G, c + j * 16,
@@ -440,7 +445,7 @@ LSTMOP_TARGET_AMX void amx_dh(int64_t rows, int64_t H, const uint16_t* packed,
       }
       continue;
     }
-    configure(rows - r0, 0);
+    config.configure(rows - r0, 0);
     int64_t j = 0;
     for (; j + 4 <= tiles; j += 4) dh_columns<4>(H, kb, packed + j * kb * kTile, a, c + j * 16);
     const uint16_t* b = packed + j * kb * kTile;
@@ -451,7 +456,7 @@ LSTMOP_TARGET_AMX void amx_dh(int64_t rows, int64_t H, const uint16_t* packed,
       default: break;
     }
   }
-  if (configured >= 0) release_tiles();
+  config.release();
 }
 
 int64_t amx_step_runs() { return g_runs.load(); }
