@@ -13,8 +13,8 @@
 // the block (the driver's cell pass over those rows and units, while they are
 // in L1). Rows go in pairs of blocks (32 rows: each w tile loaded once for
 // both, in two passes of two gates' tiles), a last block of at most 16 rows
-// alone; the sums are the same either way. The sums depend on the sizes only: the bits are the same whichever
-// thread or call runs them. The tile unit reads subnormal operands as zero
+// alone. The sums depend on the sizes only: the bits are the same whichever
+// thread or call runs them, pairs or single blocks. The tile unit reads subnormal operands as zero
 // and flushes subnormal results: used only where the call flushes subnormals.
 #pragma once
 
