@@ -75,6 +75,32 @@ class Tiles {
   int64_t key_ = -1;
 };
 
+// Gate tiles 0..3 at the four rows of floats g0..g3 (row stride ldc bytes):
+// loaded from there, or zero where the input's product goes on the tiles too.
+LSTMOP_TARGET_AMX inline void start_gate_tiles(bool zero, int64_t ldc, const float* g0,
+                                               const float* g1, const float* g2,
+                                               const float* g3) {
+  if (zero) {
+    _tile_zero(0);
+    _tile_zero(1);
+    _tile_zero(2);
+    _tile_zero(3);
+    return;
+  }
+  _tile_loadd(0, g0, ldc);
+  _tile_loadd(1, g1, ldc);
+  _tile_loadd(2, g2, ldc);
+  _tile_loadd(3, g3, ldc);
+}
+
+LSTMOP_TARGET_AMX inline void store_gate_tiles(int64_t ldc, float* g0, float* g1, float* g2,
+                                               float* g3) {
+  _tile_stored(0, g0, ldc);
+  _tile_stored(1, g1, ldc);
+  _tile_stored(2, g2, ldc);
+  _tile_stored(3, g3, ldc);
+}
+
 // tiles 0..3 += a (this configuration's rows, kb blocks of 32 k, row stride
 // lda elements) times the four gates' packed tiles b.
 template <class Between>
@@ -102,17 +128,9 @@ template <class Between>
 LSTMOP_TARGET_AMX inline void multiply_block(int64_t H, const AmxInput* x, int64_t u0,
                                              int64_t kb, const uint16_t* b, const uint16_t* a,
                                              int64_t ldh, const float* c, Between& between) {
-  if (x == nullptr) {
-    const int64_t ldc = 4 * H * static_cast<int64_t>(sizeof(float));
-    _tile_loadd(0, c, ldc);
-    _tile_loadd(1, c + H, ldc);
-    _tile_loadd(2, c + 2 * H, ldc);
-    _tile_loadd(3, c + 3 * H, ldc);
-  } else {
-    _tile_zero(0);
-    _tile_zero(1);
-    _tile_zero(2);
-    _tile_zero(3);
+  start_gate_tiles(x != nullptr, 4 * H * static_cast<int64_t>(sizeof(float)), c, c + H,
+                   c + 2 * H, c + 3 * H);
+  if (x != nullptr) {
     const int64_t kbx = amx_k_padded(x->K) / 32;
     multiply_k(kbx, x->packed + u0 / 16 * kbx * 4 * kTile, x->rows, x->ld, between);
   }
@@ -120,11 +138,7 @@ LSTMOP_TARGET_AMX inline void multiply_block(int64_t H, const AmxInput* x, int64
 }
 
 LSTMOP_TARGET_AMX inline void store_block(int64_t H, float* c) {
-  const int64_t ldc = 4 * H * static_cast<int64_t>(sizeof(float));
-  _tile_stored(0, c, ldc);
-  _tile_stored(1, c + H, ldc);
-  _tile_stored(2, c + 2 * H, ldc);
-  _tile_stored(3, c + 3 * H, ldc);
+  store_gate_tiles(4 * H * static_cast<int64_t>(sizeof(float)), c, c + H, c + 2 * H, c + 3 * H);
 }
 
 // The pair form (two row blocks, tiles 4 and 5, share each w tile): tiles
@@ -157,17 +171,9 @@ LSTMOP_TARGET_AMX inline void multiply_pair(int64_t H, const AmxInput* x, int64_
                                             int64_t u0, int64_t kb, const uint16_t* b,
                                             const uint16_t* a0, const uint16_t* a1, int64_t ldh,
                                             const float* c0, const float* c1, Between& between) {
-  if (x == nullptr) {
-    const int64_t ldc = 4 * H * static_cast<int64_t>(sizeof(float));
-    _tile_loadd(0, c0 + 2 * gp * H, ldc);
-    _tile_loadd(1, c0 + (2 * gp + 1) * H, ldc);
-    _tile_loadd(2, c1 + 2 * gp * H, ldc);
-    _tile_loadd(3, c1 + (2 * gp + 1) * H, ldc);
-  } else {
-    _tile_zero(0);
-    _tile_zero(1);
-    _tile_zero(2);
-    _tile_zero(3);
+  start_gate_tiles(x != nullptr, 4 * H * static_cast<int64_t>(sizeof(float)), c0 + 2 * gp * H,
+                   c0 + (2 * gp + 1) * H, c1 + 2 * gp * H, c1 + (2 * gp + 1) * H);
+  if (x != nullptr) {
     const int64_t kbx = amx_k_padded(x->K) / 32;
     multiply_k_pair(kbx, x->packed + (u0 / 16 * kbx * 4 + 2 * gp) * kTile, x->rows,
                     x->rows + 16 * x->ld, x->ld, between);
@@ -176,11 +182,8 @@ LSTMOP_TARGET_AMX inline void multiply_pair(int64_t H, const AmxInput* x, int64_
 }
 
 LSTMOP_TARGET_AMX inline void store_pair(int64_t H, int64_t gp, float* c0, float* c1) {
-  const int64_t ldc = 4 * H * static_cast<int64_t>(sizeof(float));
-  _tile_stored(0, c0 + 2 * gp * H, ldc);
-  _tile_stored(1, c0 + (2 * gp + 1) * H, ldc);
-  _tile_stored(2, c1 + 2 * gp * H, ldc);
-  _tile_stored(3, c1 + (2 * gp + 1) * H, ldc);
+  store_gate_tiles(4 * H * static_cast<int64_t>(sizeof(float)), c0 + 2 * gp * H,
+                   c0 + (2 * gp + 1) * H, c1 + 2 * gp * H, c1 + (2 * gp + 1) * H);
 }
 
 // dh's columns [n0, n0 + 16 * NT) of this configuration's rows: NT tiles of

@@ -16,6 +16,7 @@ namespace {
 
 bool bf16_products(const LstmProblem& p);
 bool bf16_matmul_step(const LstmProblem& p);
+bool amx_units(const LstmProblem& p);
 
 // One time step on float compute without bfloat16 products
 // (BackwardPlan::single_step; ForwardPlan::unpacked_steps' first case).
@@ -54,8 +55,7 @@ ThreadPlan plan_threads(const LstmProblem& p, bool backward) {
   const double dh_work = static_cast<double>(p.B) * 4.0 * static_cast<double>(p.H) *
                          static_cast<double>(p.H);
   const bool amx_split = (p.train ? dh_work >= 8388608.0 : !backward) && p.D == 1 &&
-                         bf16_matmul_step(p) && kernels::kernel_choice().bf16_amx_step &&
-                         p.H % 16 == 0;
+                         bf16_matmul_step(p) && amx_units(p);
   const bool can_split = threads >= 2 && float_compute && (!bf16_matmul_step(p) || amx_split) &&
                          !unpacked_steps(p) && worth_splitting(p);
   if (threads >= 2 && p.D == 2 && !(can_split && BidirectionalThreads::split())) {
@@ -103,9 +103,14 @@ bool bf16_products(const LstmProblem& p) {
 // inference 0.60x its time, training 0.76x; I=H=128 B=1 0.93x, 0.92x.
 bool bf16_matmul_step(const LstmProblem& p) {
   const kernels::KernelChoice& choice = kernels::kernel_choice();
-  const bool amx = choice.bf16_amx_step && p.H % 16 == 0;
   return bf16_products(p) && choice.bf16_matmul_step &&
-         (p.B >= choice.bf16_matmul_min_batch || amx);
+         (p.B >= choice.bf16_matmul_min_batch || amx_units(p));
+}
+
+// Whole 16-unit blocks where the CPU runs lstmop's AMX steps: with
+// bf16_matmul_step, the form's steps on the tiles.
+bool amx_units(const LstmProblem& p) {
+  return kernels::kernel_choice().bf16_amx_step && p.H % 16 == 0;
 }
 
 }  // namespace

@@ -156,6 +156,19 @@ TEST(Bf16MatmulStep, MatchesDoubleReference) {
   }
 }
 
+// ref += sum_k a[k * sa] b[k * sb] over the bfloat16 bits' values, each
+// product exact in double; bound += the sum of their magnitudes (the float32
+// sum's error bound's scale).
+void add_bf16_dot(const uint16_t* a, int64_t sa, const uint16_t* b, int64_t sb, int64_t n,
+                  double& ref, double& bound) {
+  for (int64_t k = 0; k < n; ++k) {
+    const double prod = static_cast<double>(lstmop::bfloat16_to_float(a[k * sa])) *
+                        lstmop::bfloat16_to_float(b[k * sb]);
+    ref += prod;
+    bound += std::fabs(prod);
+  }
+}
+
 // `done` calls of an AMX step: each within one block of 16 rows (rows r0 <
 // r0 + block_rows, never crossing a multiple of 16) and the 16 units from a
 // multiple of 16 (whole blocks, or slices of a block's rows for pairs of row
@@ -248,12 +261,7 @@ TEST(Bf16AmxStep, MatchesDoubleReferenceBlockByBlock) {
           ASSERT_EQ(got, block_values[r * G + n]) << "gates(" << r << ", " << n
                                                   << ") changed after its block was done";
           double ref = start[r * G + n], bound = std::fabs(ref);
-          for (int64_t k = 0; k < H; ++k) {
-            const double prod = static_cast<double>(lstmop::bfloat16_to_float(h[r * kp + k])) *
-                                lstmop::bfloat16_to_float(w[n * H + k]);
-            ref += prod;
-            bound += std::fabs(prod);
-          }
+          add_bf16_dot(h.data() + r * kp, 1, w.data() + n * H, 1, H, ref, bound);
           ASSERT_LE(std::fabs(got - ref), (H + 1) * std::ldexp(1.0, -24) * bound)
               << "gates(" << r << ", " << n << ")";
         }
@@ -310,18 +318,8 @@ TEST(Bf16AmxStep, InputOnTheTilesMatchesDoubleReference) {
             continue;
           }
           double ref = 0, bound = 0;
-          for (int64_t k = 0; k < K; ++k) {
-            const double prod = static_cast<double>(lstmop::bfloat16_to_float(x[r * K + k])) *
-                                lstmop::bfloat16_to_float(w_ih[n * K + k]);
-            ref += prod;
-            bound += std::fabs(prod);
-          }
-          for (int64_t k = 0; k < H; ++k) {
-            const double prod = static_cast<double>(lstmop::bfloat16_to_float(h[r * kp + k])) *
-                                lstmop::bfloat16_to_float(w_hh[n * H + k]);
-            ref += prod;
-            bound += std::fabs(prod);
-          }
+          add_bf16_dot(x.data() + r * K, 1, w_ih.data() + n * K, 1, K, ref, bound);
+          add_bf16_dot(h.data() + r * kp, 1, w_hh.data() + n * H, 1, H, ref, bound);
           ASSERT_LE(std::fabs(got - ref), (K + H + 1) * std::ldexp(1.0, -24) * bound)
               << "gates(" << r << ", " << n << ")";
         }
@@ -376,12 +374,7 @@ TEST(Bf16AmxStep, DhMatchesDoubleReference) {
             continue;
           }
           double ref = 0, bound = 0;
-          for (int64_t k = 0; k < G; ++k) {
-            const double prod = static_cast<double>(lstmop::bfloat16_to_float(d[r * G + k])) *
-                                lstmop::bfloat16_to_float(w[k * H + n]);
-            ref += prod;
-            bound += std::fabs(prod);
-          }
+          add_bf16_dot(d.data() + r * G, 1, w.data() + n, H, G, ref, bound);
           ASSERT_LE(std::fabs(got - ref), (G + 1) * std::ldexp(1.0, -24) * bound)
               << "dh(" << r << ", " << n << ")";
         }
