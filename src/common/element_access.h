@@ -67,8 +67,8 @@ inline void dispatch_floating(DType dtype, Fn&& fn) {
   }
 }
 
-// Contiguous runs converted by a vector body where there is one (float16 <->
-// float: half_convert.h, the same bits as element by element); false where
+// Contiguous runs converted by a vector body where there is one (float16 and
+// bfloat16 <-> float: half_convert.h, the same bits as element by element); false where
 // the caller converts element by element.
 template <class From, class To>
 inline bool convert_run(const From*, To*, int64_t) {
@@ -80,6 +80,14 @@ inline bool convert_run(const Half* src, float* dst, int64_t n) {
 }
 inline bool convert_run(const float* src, Half* dst, int64_t n) {
   floats_to_halves(src, reinterpret_cast<uint16_t*>(dst), n);
+  return true;
+}
+inline bool convert_run(const BFloat16* src, float* dst, int64_t n) {
+  bfloat16s_to_floats(reinterpret_cast<const uint16_t*>(src), dst, n);
+  return true;
+}
+inline bool convert_run(const float* src, BFloat16* dst, int64_t n) {
+  floats_to_bfloat16s(src, reinterpret_cast<uint16_t*>(dst), n);
   return true;
 }
 

@@ -117,6 +117,72 @@ LSTMOP_TARGET_AVX2 void floats_to_halves_avx2(const float* src, uint16_t* dst, i
   for (; k < n; ++k) dst[k] = float_to_half(src[k]);
 }
 
+// bfloat16 runs: widening is the bits moved up 16 places; narrowing is
+// float_to_bfloat16's integer rounding (nearest even on the dropped 16 bits,
+// overflow to infinity, a subnormal rounded as its bits say whatever MXCSR
+// holds) with NaN lanes quieted, sign and payload kept. (vcvtneps2bf16
+// would flush subnormal inputs to zero: not float_to_bfloat16's bits.)
+LSTMOP_TARGET_AVX512 void bfloat16s_to_floats_avx512(const uint16_t* src, float* dst, int64_t n) {
+  int64_t k = 0;
+  for (; k + 16 <= n; k += 16) {
+    const __m512i h =
+        _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(src + k)));
+    _mm512_storeu_si512(dst + k, _mm512_slli_epi32(h, 16));
+  }
+  for (; k < n; ++k) dst[k] = bfloat16_to_float(src[k]);
+}
+
+LSTMOP_TARGET_AVX512 void floats_to_bfloat16s_avx512(const float* src, uint16_t* dst, int64_t n) {
+  int64_t k = 0;
+  for (; k + 16 <= n; k += 16) {
+    const __m512i x = _mm512_loadu_si512(src + k);
+    const __m512i upper = _mm512_srli_epi32(x, 16);
+    const __m512i rounding =
+        _mm512_add_epi32(_mm512_set1_epi32(0x7fff), _mm512_and_si512(upper, _mm512_set1_epi32(1)));
+    const __m512i rounded = _mm512_srli_epi32(_mm512_add_epi32(x, rounding), 16);
+    const __mmask16 nan = _mm512_cmpgt_epi32_mask(
+        _mm512_and_si512(x, _mm512_set1_epi32(0x7fffffff)), _mm512_set1_epi32(0x7f800000));
+    const __m512i bits =
+        _mm512_mask_mov_epi32(rounded, nan, _mm512_or_si512(upper, _mm512_set1_epi32(0x0040)));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + k), _mm512_cvtepi32_epi16(bits));
+  }
+  for (; k < n; ++k) dst[k] = float_to_bfloat16(src[k]);
+}
+
+LSTMOP_TARGET_AVX2 void bfloat16s_to_floats_avx2(const uint16_t* src, float* dst, int64_t n) {
+  int64_t k = 0;
+  for (; k + 8 <= n; k += 8) {
+    const __m256i h =
+        _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(src + k)));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + k), _mm256_slli_epi32(h, 16));
+  }
+  for (; k < n; ++k) dst[k] = bfloat16_to_float(src[k]);
+}
+
+// 8 floats' bfloat16 bits in the low 16 bits of their 32-bit lanes.
+LSTMOP_TARGET_AVX2 inline __m256i bfloat16_lanes8(__m256i x) {
+  const __m256i upper = _mm256_srli_epi32(x, 16);
+  const __m256i rounding =
+      _mm256_add_epi32(_mm256_set1_epi32(0x7fff), _mm256_and_si256(upper, _mm256_set1_epi32(1)));
+  const __m256i rounded = _mm256_srli_epi32(_mm256_add_epi32(x, rounding), 16);
+  const __m256i nan = _mm256_cmpgt_epi32(_mm256_and_si256(x, _mm256_set1_epi32(0x7fffffff)),
+                                         _mm256_set1_epi32(0x7f800000));
+  return _mm256_blendv_epi8(rounded, _mm256_or_si256(upper, _mm256_set1_epi32(0x0040)), nan);
+}
+
+LSTMOP_TARGET_AVX2 void floats_to_bfloat16s_avx2(const float* src, uint16_t* dst, int64_t n) {
+  int64_t k = 0;
+  for (; k + 16 <= n; k += 16) {
+    const __m256i a = bfloat16_lanes8(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(src + k)));
+    const __m256i b =
+        bfloat16_lanes8(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(src + k + 8)));
+    // packus (every lane <= 0xffff) interleaves 128-bit halves: a0-3 b0-3 a4-7 b4-7.
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + k),
+                        _mm256_permute4x64_epi64(_mm256_packus_epi32(a, b), 0xd8));
+  }
+  for (; k < n; ++k) dst[k] = float_to_bfloat16(src[k]);
+}
+
 }  // namespace
 
 void halves_to_floats(const uint16_t* src, float* dst, int64_t n) {
@@ -135,6 +201,24 @@ void floats_to_halves(const float* src, uint16_t* dst, int64_t n) {
     case kernels::Isa::Scalar: break;
   }
   for (int64_t k = 0; k < n; ++k) dst[k] = float_to_half(src[k]);
+}
+
+void bfloat16s_to_floats(const uint16_t* src, float* dst, int64_t n) {
+  switch (n >= 16 ? kernels::kernel_choice().cap : kernels::Isa::Scalar) {
+    case kernels::Isa::Avx512: bfloat16s_to_floats_avx512(src, dst, n); return;
+    case kernels::Isa::Avx2: bfloat16s_to_floats_avx2(src, dst, n); return;
+    case kernels::Isa::Scalar: break;
+  }
+  for (int64_t k = 0; k < n; ++k) dst[k] = bfloat16_to_float(src[k]);
+}
+
+void floats_to_bfloat16s(const float* src, uint16_t* dst, int64_t n) {
+  switch (n >= 16 ? kernels::kernel_choice().cap : kernels::Isa::Scalar) {
+    case kernels::Isa::Avx512: floats_to_bfloat16s_avx512(src, dst, n); return;
+    case kernels::Isa::Avx2: floats_to_bfloat16s_avx2(src, dst, n); return;
+    case kernels::Isa::Scalar: break;
+  }
+  for (int64_t k = 0; k < n; ++k) dst[k] = float_to_bfloat16(src[k]);
 }
 
 }  // namespace detail

@@ -1,4 +1,4 @@
-// Internal: float16 <-> float32 for runs of contiguous values (the inputs,
+// Internal: float16 and bfloat16 <-> float32 for runs of contiguous values (the inputs,
 // weights, saved tensors and results of float16 calls), with the bits of
 // tensor.h's half_to_float / float_to_half for every value.
 //
@@ -21,6 +21,14 @@ namespace detail {
 
 void halves_to_floats(const uint16_t* src, float* dst, int64_t n);
 void floats_to_halves(const float* src, uint16_t* dst, int64_t n);
+
+// bfloat16 <-> float32 likewise, with tensor.h's bfloat16_to_float /
+// float_to_bfloat16 bits for every value (integer operations only: the same
+// bits whatever MXCSR says). Element by element (the compiler's SSE2 loop)
+// the narrowing of a bfloat16 call's dx took 0.30 ms of T=50 B=32 I=H=256
+// training on the Intel Xeon of the twenty-fourth session.
+void bfloat16s_to_floats(const uint16_t* src, float* dst, int64_t n);
+void floats_to_bfloat16s(const float* src, uint16_t* dst, int64_t n);
 
 }  // namespace detail
 }  // namespace lstmop

@@ -44,6 +44,7 @@
 #include <type_traits>
 
 #include "common/element_access.h"
+#include "common/half_convert.h"
 #include "common/float_environment.h"
 #include "common/workspace.h"
 #include "driver/drivers.h"
@@ -231,8 +232,7 @@ class ForwardDriver {
     }
     if (plan_.bf16_products && !bits_only()) {
       // The products' operands: the input's values rounded to bfloat16 (float32 calls).
-      const int64_t n = p_.valid_rows() * p_.I;
-      for (int64_t e = 0; e < n; ++e) x0_bits_.data()[e] = float_to_bfloat16(x0[e]);
+      if constexpr (kFloat) floats_to_bfloat16s(x0, x0_bits_.data(), p_.valid_rows() * p_.I);
     }
     const bool parallel = plan_.threads.measure_directions && plan_.threads.direction_threads == 2;
     int64_t direction_cpu[2] = {0, 0};
@@ -630,7 +630,7 @@ class ForwardDriver {
       w.bf16_step.set_k_input(in_size);
     }
     const int64_t n = p_.B * p_.H;
-    for (int64_t e = 0; e < n; ++e) w.h_bits[0].data()[e] = float_to_bfloat16(w.h[0].data()[e]);
+    floats_to_bfloat16s(w.h[0].data(), w.h_bits[0].data(), n);
     std::copy_n(w.h_bits[0].data(), n, w.h_bits[1].data());
     UnitBalance balance(p_.H, plan_.threads.units[0].end);
     if (plan_.threads.threading == Threading::SplitUnits && run_pair([&](int part) {

@@ -3,7 +3,10 @@
 // widened, and floats narrowed across every exponent with the significands
 // that decide the rounding (ties to even in the normal and in each subnormal
 // shift, one above and below them, carries into the exponent, overflow to
-// infinity, NaN payloads), under the default MXCSR and with FTZ and DAZ set
+// infinity, NaN payloads); bfloat16 <-> float32 runs likewise give
+// bfloat16_to_float / float_to_bfloat16's bits (every bfloat16 widened; floats
+// of every exponent, subnormals included, around the 16-bit rounding
+// position). All under the default MXCSR and with FTZ and DAZ set
 // (lstmop's own computation runs with them). Lengths 1..40 and offsets
 // reach the scalar remainders. Runs the body kernel_choice() picks (ctest
 // reruns it capped to AVX2 and to the generic kernels); where the CPU has no
@@ -21,6 +24,8 @@
 
 namespace {
 
+using lstmop::detail::bfloat16s_to_floats;
+using lstmop::detail::floats_to_bfloat16s;
 using lstmop::detail::floats_to_halves;
 using lstmop::detail::halves_to_floats;
 
@@ -106,6 +111,70 @@ TEST_P(HalfConvert, FloatsNarrowToFloatToHalfsBits) {
   EXPECT_EQ(bad, 0) << "of " << cases.size();
 }
 
+TEST_P(HalfConvert, EveryBfloat16WidensToBfloat16ToFloatsBits) {
+  std::vector<uint16_t> values(65536);
+  for (uint32_t k = 0; k < 65536; ++k) values[k] = static_cast<uint16_t>(k);
+  std::vector<float> out(65536);
+  bfloat16s_to_floats(values.data(), out.data(), 65536);
+  int64_t bad = 0;
+  for (uint32_t k = 0; k < 65536; ++k) {
+    if (bits_of(out[k]) != bits_of(lstmop::bfloat16_to_float(static_cast<uint16_t>(k)))) {
+      if (++bad <= 5) ADD_FAILURE() << std::hex << "bfloat16 0x" << k << " -> 0x" << bits_of(out[k]);
+    }
+  }
+  EXPECT_EQ(bad, 0);
+}
+
+TEST_P(HalfConvert, FloatsNarrowToFloatToBfloat16sBits) {
+  std::vector<uint32_t> cases;
+  std::mt19937 rng(7);
+  for (uint32_t sign = 0; sign < 2; ++sign) {
+    for (uint32_t e = 0; e < 256; ++e) {  // e = 0: zeros and subnormals; 255: infinities, NaNs
+      const uint32_t base = (sign << 31) | (e << 23);
+      for (int r = 0; r < 64; ++r) cases.push_back(base | (rng() & 0x7fffffu));
+      // The kept bit's two parities (and a carry through all seven) with the
+      // dropped 16 bits below, at and above the tie.
+      for (uint32_t kept : {0u, 1u, 2u, 3u, 0x7eu, 0x7fu}) {
+        for (uint32_t rest : {0u, 1u, 0x7fffu, 0x8000u, 0x8001u, 0xffffu}) {
+          cases.push_back(base | (kept << 16) | rest);
+        }
+      }
+    }
+  }
+  for (uint32_t b : {0x7f7fffffu, 0x7f7f8000u, 0x7f7f7fffu, 0x7f800000u, 0x7f800001u,
+                     0x7fc00000u, 0x7fffffffu, 0x7fa5a5a5u, 0x7f810000u, 0x00000001u,
+                     0x007fffffu, 0x00008000u, 0x00018000u}) {
+    cases.push_back(b);
+    cases.push_back(b | 0x80000000u);
+  }
+  std::vector<float> in(cases.size());
+  for (std::size_t k = 0; k < cases.size(); ++k) in[k] = float_of(cases[k]);
+  std::vector<uint16_t> out(cases.size());
+  floats_to_bfloat16s(in.data(), out.data(), static_cast<int64_t>(in.size()));
+  int64_t bad = 0;
+  for (std::size_t k = 0; k < cases.size(); ++k) {
+    const uint16_t want = lstmop::float_to_bfloat16(float_of(cases[k]));
+    if (out[k] != want) {
+      if (++bad <= 5) {
+        ADD_FAILURE() << std::hex << "float 0x" << cases[k] << " -> 0x" << out[k] << ", want 0x"
+                      << want;
+      }
+    }
+  }
+  EXPECT_EQ(bad, 0) << "of " << cases.size();
+  // A few values by hand (float_to_bfloat16 itself: nearest even, NaN quieted).
+  const float hand[] = {float_of(0x3f808000u), float_of(0x3f818000u), float_of(0x3f808001u),
+                        float_of(0x7f7fffffu), float_of(0x7f800001u), float_of(0x00008000u)};
+  uint16_t got[6];
+  floats_to_bfloat16s(hand, got, 6);
+  EXPECT_EQ(got[0], 0x3f80);  // a tie, even: down
+  EXPECT_EQ(got[1], 0x3f82);  // a tie, odd: up
+  EXPECT_EQ(got[2], 0x3f81);
+  EXPECT_EQ(got[3], 0x7f80);  // overflow to infinity
+  EXPECT_EQ(got[4], 0x7fc0);  // signalling NaN quieted, payload's upper bits kept
+  EXPECT_EQ(got[5], 0x0000);  // a subnormal tie, even: down (not flushed by DAZ either way)
+}
+
 TEST_P(HalfConvert, EveryLengthAndOffset) {
   std::mt19937 rng(6);
   std::vector<uint16_t> halves(64);
@@ -118,6 +187,10 @@ TEST_P(HalfConvert, EveryLengthAndOffset) {
       halves_to_floats(halves.data() + offset, wide.data() + offset, n);
       std::vector<uint16_t> narrow(64, 0xabcd);
       floats_to_halves(floats.data() + offset, narrow.data() + offset, n);
+      std::vector<float> wide_b(64, -1.0f);
+      bfloat16s_to_floats(halves.data() + offset, wide_b.data() + offset, n);
+      std::vector<uint16_t> narrow_b(64, 0xabcd);
+      floats_to_bfloat16s(floats.data() + offset, narrow_b.data() + offset, n);
       for (int64_t k = 0; k < 64; ++k) {
         const bool inside = k >= offset && k < offset + n;
         EXPECT_EQ(bits_of(wide[k]),
@@ -125,6 +198,11 @@ TEST_P(HalfConvert, EveryLengthAndOffset) {
             << "n " << n << " k " << k;
         EXPECT_EQ(narrow[k], inside ? lstmop::float_to_half(floats[k]) : 0xabcd)
             << "n " << n << " k " << k;
+        EXPECT_EQ(bits_of(wide_b[k]),
+                  inside ? bits_of(lstmop::bfloat16_to_float(halves[k])) : bits_of(-1.0f))
+            << "bfloat16, n " << n << " k " << k;
+        EXPECT_EQ(narrow_b[k], inside ? lstmop::float_to_bfloat16(floats[k]) : 0xabcd)
+            << "bfloat16, n " << n << " k " << k;
       }
     }
   }
