@@ -200,10 +200,12 @@ class ForwardDriver {
             arena_.add(h, "the hidden state's bfloat16 values for AMX tiles (B, H padded to 32)",
                        amx_form_ ? p.B * kp : 1);
           }
+          bool input_on_tiles = false;
+          for (int64_t slot = 0; slot < p.slots; ++slot) {
+            input_on_tiles = input_on_tiles || amx_input_on_tiles(p.slot_input_size[slot]);
+          }
           arena_.add(w.amx_w_ih, "w_ih packed for AMX tiles",
-                     amx_form_ && (!p.train || p.B >= kAmxInputOnTilesMinRows)
-                         ? amx_packed_size(p.H, max_in)
-                         : 1);
+                     amx_form_ && input_on_tiles ? amx_packed_size(p.H, max_in) : 1);
         } else if (bf16_projection()) {
           arena_.add(w.w_ih_bits, "w_ih's bfloat16 values (4H, input_size)", plan_.w_ih_bits);
           w.bf16_step.allocate(arena_, p.H, 0, p.H);
@@ -703,15 +705,9 @@ class ForwardDriver {
         round_rows_to_bfloat16_bits(w.w_hh_rows, G, w.ld_hh, H, w.w_hh_bits.data());
       }
       if (amx_form_) {
-        // The step's input product on the tiles too where the input's rows
-        // are whole k blocks and either the batch fills two pairs of row
-        // blocks (kAmxInputOnTilesMinRows, inference and training) or, in
-        // inference, both weights stay in L2 (kAmxInputOnTilesMaxBytes);
+        // The step's input product on the tiles too (amx_input_on_tiles),
         // else the layer's product on oneDNN's matmul.
-        const int64_t packed_bytes = (in_size + H) * G * static_cast<int64_t>(sizeof(uint16_t));
-        const bool input_on_tiles =
-            in_size % 32 == 0 && (p_.B >= kAmxInputOnTilesMinRows ||
-                                  (!p_.train && packed_bytes <= kAmxInputOnTilesMaxBytes));
+        const bool input_on_tiles = amx_input_on_tiles(in_size);
         if (input_on_tiles) {
           int64_t ld_ih = 0;
           const uint16_t* w_ih = w_ih_bits_of(s, in_size, w, &ld_ih);
@@ -751,6 +747,26 @@ class ForwardDriver {
     } else {
       (void)s, (void)dir, (void)in_size, (void)w, (void)layer;
     }
+  }
+
+  // The step's input product on the tiles too (amx_form_): where the input's
+  // rows are whole k blocks and either the batch fills two pairs of row blocks
+  // (kAmxInputOnTilesMinRows) or both weights stay in L2
+  // (kAmxInputOnTilesMaxBytes), the latter in training only at the sizes
+  // whose steps two threads split (kAmxSplitTrainingMinDhWork): below them a
+  // second thread would wait through the steps, which the layer's product on
+  // oneDNN's matmul keeps busy. (The rule reads the shape alone: the input
+  // product's two forms sum in different orders, and the bits may not depend
+  // on the thread count.) Intel Xeon, training against the layer's product,
+  // 1 / 2 threads: T=50 B=32 I=H=256 (2^23) 0.93x / 0.91x; below 2^23 T=200
+  // B=8 I=H=128 0.95x / 1.04x, T=100 B=16 I=H=256 1.00x / 1.08x.
+  bool amx_input_on_tiles(int64_t in_size) const {
+    const int64_t packed_bytes =
+        (in_size + p_.H) * 4 * p_.H * static_cast<int64_t>(sizeof(uint16_t));
+    return in_size % 32 == 0 &&
+           (p_.B >= kAmxInputOnTilesMinRows ||
+            (packed_bytes <= kAmxInputOnTilesMaxBytes &&
+             (!p_.train || amx_dh_work(p_) >= kAmxSplitTrainingMinDhWork)));
   }
 
   // The matmul form's steps on AMX tiles (amx_form_): per block of at most

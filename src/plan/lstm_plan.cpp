@@ -52,9 +52,8 @@ ThreadPlan plan_threads(const LstmProblem& p, bool backward) {
   // split too, against the backward's alone, 0.92x / 0.89x (I=H=256 / 512;
   // alone, without the backward's, it gained nothing: 1.01x, and B=8 I=H=128
   // 1.07x).
-  const double dh_work = static_cast<double>(p.B) * 4.0 * static_cast<double>(p.H) *
-                         static_cast<double>(p.H);
-  const bool amx_split = (p.train ? dh_work >= 8388608.0 : !backward) && p.D == 1 &&
+  const bool amx_split = (p.train ? amx_dh_work(p) >= kAmxSplitTrainingMinDhWork : !backward) &&
+                         p.D == 1 &&
                          bf16_matmul_step(p) && amx_units(p);
   const bool can_split = threads >= 2 && float_compute && (!bf16_matmul_step(p) || amx_split) &&
                          !unpacked_steps(p) && worth_splitting(p);
@@ -122,6 +121,10 @@ const char* threading_name(Threading threading) {
     case Threading::Serial: break;
   }
   return "serial";
+}
+
+double amx_dh_work(const LstmProblem& p) {
+  return static_cast<double>(p.B) * 4.0 * static_cast<double>(p.H) * static_cast<double>(p.H);
 }
 
 double direction_work(const LstmProblem& p) {

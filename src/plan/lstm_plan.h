@@ -37,6 +37,14 @@ const char* threading_name(Threading threading);
 // sizes may not fit int64.
 bool worth_splitting(const LstmProblem& p);
 
+// Training's one-direction steps on lstmop's AMX tiles split between two
+// threads (forward and backward) from kAmxSplitTrainingMinDhWork multiply-adds
+// of dh a step, amx_dh_work(p) = B x 4H x H (plan_threads in lstm_plan.cpp);
+// the forward driver's input product on the tiles at small batches keys on the
+// same size (forward_driver.cpp: amx_input_on_tiles).
+constexpr double kAmxSplitTrainingMinDhWork = 8388608.0;  // 2^23
+double amx_dh_work(const LstmProblem& p);
+
 // A call takes a second thread (directions in parallel, split mode, row
 // halves, unit parts) only where one direction's work in its widest layer,
 // direction_work(p) = valid rows x 4H x (layer input + R) multiply-adds, is

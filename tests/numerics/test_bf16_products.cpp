@@ -400,15 +400,18 @@ TEST(Bf16AmxStep, TakenWhereTheCpuAndShapeAllow) {
     bool train;
   };
   // Below bf16_matmul_min_batch rows too (no primitive per step); the input
-  // on the tiles from kAmxInputOnTilesMinRows rows in training, and in
-  // inference with w_ih and w_hh packed beyond kAmxInputOnTilesMaxBytes.
+  // on the tiles from kAmxInputOnTilesMinRows rows, and below them with w_ih
+  // and w_hh packed within kAmxInputOnTilesMaxBytes: in inference, and in
+  // training from kAmxSplitTrainingMinDhWork multiply-adds of dh a step.
   for (const Case& k :
        {Case{16, 5, 6, DType::BFloat16, true}, Case{20, 5, 6, DType::BFloat16, true},
         Case{32, 5, 6, DType::Float32, true}, Case{16, 2, 6, DType::BFloat16, false},
         Case{16, 2, 6, DType::BFloat16, true}, Case{32, 5, 64, DType::BFloat16, false},
         Case{32, 5, 64, DType::Float32, false}, Case{32, 5, 64, DType::BFloat16, true},
         Case{32, 64, 64, DType::BFloat16, true}, Case{32, 64, 48, DType::BFloat16, true},
-        Case{512, 8, 64, DType::BFloat16, false}, Case{512, 64, 64, DType::BFloat16, false}}) {
+        Case{512, 8, 64, DType::BFloat16, false}, Case{512, 64, 64, DType::BFloat16, false},
+        Case{256, 32, 256, DType::BFloat16, true}, Case{256, 31, 256, DType::BFloat16, true},
+        Case{256, 32, 288, DType::BFloat16, true}}) {
     LstmConfig c;
     c.dtype = k.dtype;
     c.T = 3, c.B = k.B, c.I = k.I, c.H = k.H;
@@ -427,9 +430,11 @@ TEST(Bf16AmxStep, TakenWhereTheCpuAndShapeAllow) {
     const bool dh_taken = taken && k.train;
     EXPECT_EQ(lstmop::detail::amx_dh_runs() - dh_before, dh_taken ? c.T : 0) << c.name();
     const bool in_l2 = (k.I + k.H) * 4 * k.H * 2 <= lstmop::detail::kAmxInputOnTilesMaxBytes;
+    const bool split_size =
+        k.B * 4 * k.H * k.H >= static_cast<int64_t>(lstmop::detail::kAmxSplitTrainingMinDhWork);
     const bool input_taken =
         taken && c.I % 32 == 0 &&
-        (k.B >= lstmop::detail::kAmxInputOnTilesMinRows || (!k.train && in_l2));
+        (k.B >= lstmop::detail::kAmxInputOnTilesMinRows || (in_l2 && (!k.train || split_size)));
     EXPECT_EQ(lstmop::detail::amx_input_runs() - input_before, input_taken ? c.T : 0)
         << c.name();
   }
@@ -438,7 +443,8 @@ TEST(Bf16AmxStep, TakenWhereTheCpuAndShapeAllow) {
 // Training with the step's input on the tiles (kAmxInputOnTilesMinRows rows
 // and more): outputs and gradients against the double reference, pairs of
 // row blocks and a partial one, variable length, both directions, two
-// layers; the counter shows the path was taken where the CPU has AMX.
+// layers; and a batch of 32 at the split size; the counter shows the path
+// was taken where the CPU has AMX.
 TEST(Bf16AmxStep, InputOnTheTilesInTrainingAgainstReference) {
   LstmConfig c;
   c.dtype = DType::BFloat16;
@@ -453,6 +459,14 @@ TEST(Bf16AmxStep, InputOnTheTilesInTrainingAgainstReference) {
               amx ? "run" : "not run here (no AMX, or LSTMOP_BF16_STEP set)");
   // Forward only: four slots of T steps.
   EXPECT_EQ(lstmop::detail::amx_input_runs() - before, amx ? 4 * c.T : 0);
+  // Below kAmxInputOnTilesMinRows at the split size (B x 4H x H = 2^23), the
+  // weights packed within kAmxInputOnTilesMaxBytes: one pair of row blocks.
+  LstmConfig small;
+  small.dtype = DType::BFloat16;
+  small.T = 3, small.B = 32, small.I = 32, small.H = 256;
+  const int64_t small_before = lstmop::detail::amx_input_runs();
+  expect_low_precision_near_reference(make_problem(small, 3502), 3503);
+  EXPECT_EQ(lstmop::detail::amx_input_runs() - small_before, amx ? small.T : 0);
 }
 
 // Split mode on the AMX tiles (inference's steps' unit blocks in two parts,
