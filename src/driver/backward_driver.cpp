@@ -203,7 +203,9 @@ class BackwardDriver {
     d_out_rows_ = grad_y_in_place_;
     if (d_out_rows_ == nullptr) {
       if (g_.grad_y->defined) {
-        gather_valid_rows<Acc>(p_, *g_.grad_y, DR, d_out_.data());
+        in_step_halves(p_, plan_.threads.row_half_threads, [&](int64_t t0, int64_t t1) {
+          gather_valid_rows<Acc>(p_, *g_.grad_y, DR, d_out_.data(), t0, t1);
+        });
       } else {
         std::fill(d_out_.data(), d_out_.data() + p_.valid_rows() * DR, Acc(0));
       }
@@ -226,7 +228,11 @@ class BackwardDriver {
       std::swap(d_in_, d_out_);  // d_out_ now holds the gradient of layer l-1's output
       d_out_rows_ = d_out_.data();
     }
-    if (dx_in_place_ == nullptr) scatter_valid_rows<Acc>(p_, d_out_.data(), p_.I, out_.dx);
+    if (dx_in_place_ == nullptr) {
+      in_step_halves(p_, plan_.threads.row_half_threads, [&](int64_t t0, int64_t t1) {
+        scatter_valid_rows<Acc>(p_, d_out_.data(), p_.I, out_.dx, t0, t1);
+      });
+    }
   }
 
  private:
@@ -770,10 +776,24 @@ class BackwardDriver {
     w.dw_ih_out = dw_ih_in_place != nullptr ? dw_ih_in_place : w.dw_ih.data();
     w.dw_hh_out = dw_hh_in_place != nullptr ? dw_hh_in_place : w.dw_hh.data();
     UnitBalance balance(p_.H, t.units[0].end);
+    // Half `part` of the 4H rows of dw_ih and dw_hh into the outputs (where
+    // not computed in place), by the part that computed them.
+    const auto scatter_weight_gradients = [&](int part) {
+      const int64_t half = G / 2, first = part * half;
+      if (dw_ih_in_place == nullptr) {
+        scatter_matrix<Acc>(w.dw_ih.data() + first * in_size, in_size, half, in_size,
+                            out_.dparams[base], first * in_size, in_size, 1);
+      }
+      if (dw_hh_in_place == nullptr) {
+        scatter_matrix<Acc>(w.dw_hh.data() + first * R, R, half, R, out_.dparams[base + 1],
+                            first * R, R, 1);
+      }
+    };
     const bool paired = split && run_pair([&](int part) {
       prepare_part(part);
       time_loop(s, dir, part, part + 1, &barrier_, &balance, own, w);
       weight_grads(in_size, part, part + 1, &barrier_, own, w);
+      scatter_weight_gradients(part);
     });
     if (!paired) {
       if (split) {
@@ -786,17 +806,16 @@ class BackwardDriver {
       const bool pair_halves = plan_.single_step && t.direction_threads == 1 &&
                                t.row_half_threads == 2 && run_pair([&](int part) {
                                  weight_grads(in_size, part, part + 1, &barrier_, own, w);
+                                 scatter_weight_gradients(part);
                                });
-      if (!pair_halves) weight_grads(in_size, 0, 2, nullptr, own, w);
+      if (!pair_halves) {
+        weight_grads(in_size, 0, 2, nullptr, own, w);
+        scatter_weight_gradients(0);
+        scatter_weight_gradients(1);
+      }
     }
     scatter_slot<Acc>(p_, w.dh_state.data(), R, out_.dh0, s);
     scatter_slot<Acc>(p_, w.dc_state.data(), H, out_.dc0, s);
-    if (dw_ih_in_place == nullptr) {
-      scatter_matrix<Acc>(w.dw_ih.data(), in_size, G, in_size, out_.dparams[base], 0, in_size, 1);
-    }
-    if (dw_hh_in_place == nullptr) {
-      scatter_matrix<Acc>(w.dw_hh.data(), R, G, R, out_.dparams[base + 1], 0, R, 1);
-    }
     if (p_.projections()) {
       projection_weight_gradient(s, w);
       scatter_matrix<Acc>(w.dw_hr.data(), H, p_.P, H, out_.dparams[p_.w_hr_index(s)], 0, H, 1);

@@ -229,7 +229,9 @@ class ForwardDriver {
     } else if (bits_only()) {
       gather_input_bits();
     } else if (x0 == nullptr && !step_input_) {
-      gather_valid_rows<Acc>(p_, input_, p_.I, x0_.data());
+      in_step_halves(p_, plan_.threads.row_half_threads, [&](int64_t t0, int64_t t1) {
+        gather_valid_rows<Acc>(p_, input_, p_.I, x0_.data(), t0, t1);
+      });
       x0 = x0_.data();
     }
     if (plan_.bf16_products && !bits_only()) {
@@ -262,7 +264,9 @@ class ForwardDriver {
     if (bits_only()) {
       if (output_bits_in_place_ == nullptr) scatter_output_bits(y_bits_[(p_.L - 1) % 2].data());
     } else if (output_in_place_ == nullptr) {
-      scatter_valid_rows<Acc>(p_, y_[(p_.L - 1) % 2].data(), p_.D * p_.R, out_.output);
+      in_step_halves(p_, plan_.threads.row_half_threads, [&](int64_t t0, int64_t t1) {
+        scatter_valid_rows<Acc>(p_, y_[(p_.L - 1) % 2].data(), p_.D * p_.R, out_.output, t0, t1);
+      });
     }
     if (!p_.train) {
       // h, c are hy (D*L, B, R), cy (D*L, B, H).

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "common/element_access.h"
+#include "driver/threads.h"
 #include "plan/lstm_problem.h"
 
 namespace lstmop {
@@ -69,31 +70,38 @@ void gather_step_rows(const LstmProblem& p, const TensorView& v, const SequenceL
 }
 
 // dst (N, features) <- the valid rows of a tensor in the input's or the
-// output's format (input, grad_y).
+// output's format (input, grad_y): those of steps [t0, t1) (all by default).
 template <class Acc>
-void gather_valid_rows(const LstmProblem& p, const TensorView& v, int64_t features, Acc* dst) {
+void gather_valid_rows(const LstmProblem& p, const TensorView& v, int64_t features, Acc* dst,
+                       int64_t t0 = 0, int64_t t1 = -1) {
+  if (t1 < 0) t1 = p.T;
   if (p.packed_rows) {
-    gather_matrix<Acc>(v, 0, p.valid_rows(), v.stride(0), features, v.stride(1), dst, features);
+    const int64_t first = p.step_offset[t0], rows = p.step_offset[t1] - first;
+    gather_matrix<Acc>(v, first * v.stride(0), rows, v.stride(0), features, v.stride(1),
+                       dst + first * features, features);
     return;
   }
   const SequenceLayout l = p.sequence_layout(v);
-  for (int64_t t = 0; t < p.T; ++t) {
+  for (int64_t t = t0; t < t1; ++t) {
     gather_step_rows<Acc>(p, v, l, t, features, dst + p.step_offset[t] * features);
   }
 }
 
 // A contiguous tensor in the input's or the output's format (output, dx) <-
 // src (N, features) at the valid rows, zeros at the others (packed_rows: the
-// N rows themselves).
+// N rows themselves): those of steps [t0, t1) (all by default).
 template <class Acc>
 void scatter_valid_rows(const LstmProblem& p, const Acc* src, int64_t features,
-                        const TensorView& v) {
+                        const TensorView& v, int64_t t0 = 0, int64_t t1 = -1) {
+  if (t1 < 0) t1 = p.T;
   if (p.packed_rows) {  // no invalid row to zero
-    scatter_matrix<Acc>(src, features, p.valid_rows(), features, v, 0, v.stride(0), v.stride(1));
+    const int64_t first = p.step_offset[t0], rows = p.step_offset[t1] - first;
+    scatter_matrix<Acc>(src + first * features, features, rows, features, v,
+                        first * v.stride(0), v.stride(0), v.stride(1));
     return;
   }
   const SequenceLayout l = p.sequence_layout(v);
-  for (int64_t t = 0; t < p.T; ++t) {
+  for (int64_t t = t0; t < t1; ++t) {
     const int64_t rows = p.step_batch[t];
     scatter_matrix<Acc>(src + p.step_offset[t] * features, features, rows, features, v,
                         t * l.t_stride, l.b_stride, l.f_stride);
@@ -102,6 +110,28 @@ void scatter_valid_rows(const LstmProblem& p, const Acc* src, int64_t features,
                   l.f_stride);
     }
   }
+}
+
+// The first step of the second of two parts of the steps with about half of
+// the valid rows each (gather_valid_rows, scatter_valid_rows on two threads).
+inline int64_t middle_step(const LstmProblem& p) {
+  int64_t t = 0;
+  while (t < p.T && 2 * p.step_offset[t] < p.valid_rows()) ++t;
+  return t;
+}
+
+// fn(t0, t1) for the two parts of the steps (middle_step), on two threads
+// where max_threads allows (run_tasks), else one after the other.
+template <class Fn>
+void in_step_halves(const LstmProblem& p, int64_t max_threads, Fn&& fn) {
+  const int64_t middle = middle_step(p);
+  run_tasks(2, max_threads, [&](int64_t part) {
+    if (part == 0) {
+      fn(int64_t{0}, middle);
+    } else {
+      fn(middle, p.T);
+    }
+  });
 }
 
 // Columns [u0, u1) of rows [first, first + rows) of slot s of a (D*L, B,
