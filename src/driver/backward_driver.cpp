@@ -293,7 +293,13 @@ class BackwardDriver {
     } else {
       load_input_weight(w_ih, G, in_size, wi, w);
     }
-    w.w_hh_rows = weight_rows<Acc>(w_hh, G, p_.R, w.w_hh.data(), &w.ld_hh);
+    // The same in the matmul form for a bfloat16 w_hh (its bits copied too).
+    if (kFloat && plan_.bf16_products && matmul_form_ && w_hh.dtype == DType::BFloat16) {
+      w.w_hh_rows = nullptr;
+      w.ld_hh = p_.R;
+    } else {
+      w.w_hh_rows = weight_rows<Acc>(w_hh, G, p_.R, w.w_hh.data(), &w.ld_hh);
+    }
     if (p_.projections()) {
       gather_weight<Acc>(params_[p_.w_hr_index(s)], p_.P, p_.H, w.w_hr.data());
     }
@@ -698,7 +704,13 @@ class BackwardDriver {
     if constexpr (kFloat) {
       if (plan_.bf16_products) {
         if (matmul_form_) {
-          round_rows_to_bfloat16_bits(w.w_hh_rows, G, w.ld_hh, H, w.w_hh_bits.data());
+          if (w.w_hh_rows == nullptr) {  // a bfloat16 w_hh: its bits as they are
+            const TensorView& v = params_[s * p_.params_per_slot + 1];
+            copy_bits_rows(static_cast<const uint16_t*>(v.data), G, v.stride(0), H, v.stride(1),
+                           w.w_hh_bits.data());
+          } else {
+            round_rows_to_bfloat16_bits(w.w_hh_rows, G, w.ld_hh, H, w.w_hh_bits.data());
+          }
           if (amx_form_) {
             amx_pack_w_hh_for_dh(H, w.w_hh_bits.data(), H, w.amx_w_hh.data());
           } else {
