@@ -87,6 +87,9 @@ struct DirectionWorkspace {
   RecurrentProduct recurrent;
   // bf16_products: d_gates, h_prev and w_ih as bfloat16 bits; w_hh packed.
   Workspace<uint16_t> d_gates_bits, h_prev_bits, w_ih_bits;
+  // d_gates' bits transposed (4H, valid rows), the weight gradients' left
+  // operand as stored where d_gates_transposed() (weight_grads).
+  Workspace<uint16_t> d_gates_bits_t;
   Bf16RecurrentProduct bf16_recurrent;
   // The matmul form (BackwardPlan::bf16_matmul_step): w_hh's bits (4H, H),
   // packed into `matmul` for the dh product.
@@ -134,6 +137,9 @@ class BackwardDriver {
         if (plan_.bf16_products) {
           arena_.add(w.d_gates_bits, "the gate gradients' bfloat16 values (valid rows, 4H)",
                      plan_.d_gates_bits);
+          arena_.add(w.d_gates_bits_t,
+                     "the gate gradients' bfloat16 values, transposed (4H, valid rows)",
+                     d_gates_transposed() ? plan_.d_gates_bits : 1);
         }
       }
       arena_.add(w.w_ih, "w_ih (4H, input_size), or w_ih^T", plan_.w_ih);
@@ -195,6 +201,7 @@ class BackwardDriver {
     if (p.D == 2 && t.direction_workspaces == 1) {
       dir_[1].d_gates = dir_[0].d_gates;
       dir_[1].d_gates_bits = dir_[0].d_gates_bits;
+      dir_[1].d_gates_bits_t = dir_[0].d_gates_bits_t;
     }
   }
 
@@ -544,6 +551,12 @@ class BackwardDriver {
     balance->finish(local, part);
   }
 
+  // The bfloat16 weight gradients with d_gates^T transposed in memory: the
+  // AMX form, up to kAmxWeightGradTransposedMaxValues values of d_gates.
+  bool d_gates_transposed() const {
+    return amx_form_ && p_.valid_rows() * 4 * p_.H <= kAmxWeightGradTransposedMaxValues;
+  }
+
   // The columns of dh (R wide) a part's dh product writes: split mode's
   // units (R = H), with projections its columns of h (R = P); one part: all.
   UnitRange dh_columns(int part) const {
@@ -599,12 +612,22 @@ class BackwardDriver {
     if constexpr (kFloat) {
       if (plan_.bf16_products) {
         for (int part = p0; part < p1; ++part) {
-          const uint16_t* a = own.d_gates_bits.data() + part * half;
-          gemm_bf16_or_float(Transpose::Yes, Transpose::No, half, in_size, N, a, G,
-                             x_bits_rows_, in_size, 0.0f,
-                             w.dw_ih_out + part * half * in_size, in_size);
-          gemm_bf16_or_float(Transpose::Yes, Transpose::No, half, R, N, a, G,
-                             w.h_prev_bits.data(), R, 0.0f, w.dw_hh_out + part * half * R, R);
+          // d_gates^T: the part's half of the rounded d_gates transposed in
+          // memory first where d_gates_transposed() (the same values as
+          // d_gates_bits), else read as stored.
+          const bool transposed = d_gates_transposed();
+          if (transposed) {
+            transpose_to_bfloat16_bits(N, half, own.d_gates.data() + part * half, G,
+                                       own.d_gates_bits_t.data() + part * half * N, N);
+          }
+          const Transpose ta = transposed ? Transpose::No : Transpose::Yes;
+          const uint16_t* a = transposed ? own.d_gates_bits_t.data() + part * half * N
+                                         : own.d_gates_bits.data() + part * half;
+          const int64_t lda = transposed ? N : G;
+          gemm_bf16_or_float(ta, Transpose::No, half, in_size, N, a, lda, x_bits_rows_, in_size,
+                             0.0f, w.dw_ih_out + part * half * in_size, in_size);
+          gemm_bf16_or_float(ta, Transpose::No, half, R, N, a, lda, w.h_prev_bits.data(), R,
+                             0.0f, w.dw_hh_out + part * half * R, R);
         }
         return;
       }

@@ -8,7 +8,14 @@
 
 #include <cstring>
 
+#include "kernels/transpose16_avx512.h"
 #include "lstmop/tensor.h"
+
+// GCC 12 warns inside avx512fintrin.h that the pass-through operand of the
+// unmasked intrinsics (transpose16) "may be used uninitialized" (a dummy
+// never read: the mask is all ones).
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
 
 #define LSTMOP_TARGET_BF16 \
   __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16,avx2,fma,f16c")))
@@ -170,6 +177,38 @@ void Bf16RecurrentProduct::multiply(int64_t m, const uint16_t* a, int64_t lda, f
 }
 
 void round_to_bfloat16_bits(const float* src, int64_t n, uint16_t* dst) { round_bits(src, n, dst); }
+
+namespace {
+// 16 x 16 blocks: up to 16 rows of up to 16 floats loaded (masked past the
+// block), transposed in registers, each column rounded (vcvtneps2bf16, as
+// round_bits) and stored as up to 16 consecutive values.
+LSTMOP_TARGET_BF16 void transpose_bits(int64_t rows, int64_t cols, const float* src, int64_t lds,
+                                       uint16_t* dst, int64_t ldd) {
+  for (int64_t r0 = 0; r0 < rows; r0 += 16) {
+    const int64_t rn = rows - r0 < 16 ? rows - r0 : 16;
+    const __mmask16 row_mask = static_cast<__mmask16>(rn == 16 ? 0xffffu : (1u << rn) - 1u);
+    for (int64_t c0 = 0; c0 < cols; c0 += 16) {
+      const int64_t cn = cols - c0 < 16 ? cols - c0 : 16;
+      const __mmask16 col_mask = static_cast<__mmask16>(cn == 16 ? 0xffffu : (1u << cn) - 1u);
+      __m512 v[16];
+      for (int64_t i = 0; i < 16; ++i) {
+        v[i] = i < rn ? _mm512_maskz_loadu_ps(col_mask, src + (r0 + i) * lds + c0)
+                      : _mm512_setzero_ps();
+      }
+      transpose16(v);
+      for (int64_t j = 0; j < cn; ++j) {
+        _mm256_mask_storeu_epi16(dst + (c0 + j) * ldd + r0, row_mask,
+                                 (__m256i)_mm512_cvtneps_pbh(v[j]));
+      }
+    }
+  }
+}
+}  // namespace
+
+void transpose_to_bfloat16_bits(int64_t rows, int64_t cols, const float* src, int64_t lds,
+                                uint16_t* dst, int64_t ldd) {
+  transpose_bits(rows, cols, src, lds, dst, ldd);
+}
 
 void round_rows_to_bfloat16_bits(const float* src, int64_t rows, int64_t ld, int64_t cols,
                                  uint16_t* dst) {

@@ -40,6 +40,10 @@ void round_to_bfloat16_bits(const float* src, int64_t n, uint16_t* dst);
 // The same for a (rows, cols) matrix of row stride ld into contiguous rows.
 void round_rows_to_bfloat16_bits(const float* src, int64_t rows, int64_t ld, int64_t cols,
                                  uint16_t* dst);
+// dst[c * ldd + r] = the bfloat16 bits of src[r * lds + c] (the same rounding),
+// r < rows, c < cols: a (rows, cols) block stored transposed.
+void transpose_to_bfloat16_bits(int64_t rows, int64_t cols, const float* src, int64_t lds,
+                                uint16_t* dst, int64_t ldd);
 
 }  // namespace detail
 }  // namespace lstmop

@@ -226,6 +226,19 @@ constexpr int64_t kWeightGradChunk = 1024;
 constexpr int64_t kTransposePad = 16;
 constexpr int64_t transposed_stride(int64_t rows) { return (rows + 15) / 16 * 16 + kTransposePad; }
 
+// The bfloat16 weight gradients in the AMX form: d_gates^T's halves
+// transposed in memory (from the float d_gates, the same rounding as its bits)
+// where the rounded d_gates (valid rows x 4H) has at most this many values:
+// oneDNN 2.6's matmul then runs its AMX brgemm instead of the jit gemm of the
+// strided view, and the operands stay in cache. Intel Xeon, 1 thread, the
+// two halves of one gradient (copy excluded), plain / transposed: N = 1600
+// rows, 4H = 1024 (S6) 0.96x, 4H = 512 (T=200 B=8) 0.90x, N = 800 4H = 1024
+// 0.92x, N = 3200 4H = 512 0.94x; past it N = 1600 4H = 2048 1.07x, N = 3200
+// 4H = 1024 1.13x, N = 3200 4H = 2048 1.09x. Training with the copy: T=50
+// B=32 I=H=256 0.95x the time on one thread, 0.96x on two, T=200 B=8
+// I=H=128 0.98x, but T=50 B=64 I=H=512 (past the limit) 1.035x.
+constexpr int64_t kAmxWeightGradTransposedMaxValues = int64_t{1} << 21;
+
 // On the TN path, whether a weight gradient dw (rows, cols) = d_gates^T x
 // (rows = half of 4H, as weight_grads splits it) is better computed as its
 // transpose dw^T (cols, rows) = x^T d_gates, then copied transposed into dw:

@@ -27,6 +27,7 @@
 #include "gemm/bf16_matmul_step.h"
 #include "gemm/gemm.h"
 #include "kernels/cpu_features.h"
+#include "kernels/recurrent_product_bf16.h"
 #include "kernels/step_forward_amx.h"
 #include "plan/lstm_plan.h"
 #include "lstm_test_plans.h"
@@ -541,6 +542,42 @@ TEST(Bf16AmxStep, SplitModeGivesTheBitsOfOneThread) {
     }
   }
   lstmop::set_num_threads(saved);
+}
+
+// The backward's d_gates^T for the weight gradients (transpose_to_bfloat16_bits,
+// the AMX form up to kAmxWeightGradTransposedMaxValues values): every value
+// the bits round_to_bfloat16_bits gives its row (the products read the same
+// operand either way), for whole and partial 16 x 16 blocks and strided rows;
+// nothing past a column's rows written.
+TEST(Bf16Products, TransposedGateBitsAreTheRowsBits) {
+  if (!lstmop::kernels::kernel_choice().bf16_step) {
+    std::printf("[bf16 transposed bits] no AVX512-BF16 here: not run\n");
+    return;
+  }
+  std::mt19937 gen(41);
+  std::uniform_real_distribution<float> dist(-3.0f, 3.0f);
+  for (int64_t rows : {1, 15, 16, 17, 40}) {
+    for (int64_t cols : {1, 16, 20, 33}) {
+      SCOPED_TRACE(::testing::Message() << rows << " x " << cols);
+      const int64_t lds = cols + 3, ldd = rows + 5;
+      std::vector<float> src(static_cast<std::size_t>(rows * lds));
+      for (auto& v : src) v = dist(gen);
+      src[0] = std::ldexp(1.0f + 0x1p-8f, 3);  // a tie: even, down
+      std::vector<uint16_t> dst(static_cast<std::size_t>(cols * ldd), 0xabcd);
+      lstmop::detail::transpose_to_bfloat16_bits(rows, cols, src.data(), lds, dst.data(), ldd);
+      std::vector<uint16_t> row_bits(static_cast<std::size_t>(cols));
+      for (int64_t r = 0; r < rows; ++r) {
+        lstmop::detail::round_to_bfloat16_bits(src.data() + r * lds, cols, row_bits.data());
+        for (int64_t c = 0; c < cols; ++c) {
+          ASSERT_EQ(dst[c * ldd + r], row_bits[c]) << "row " << r << " column " << c;
+        }
+      }
+      for (int64_t c = 0; c < cols; ++c) {
+        for (int64_t r = rows; r < ldd; ++r) ASSERT_EQ(dst[c * ldd + r], 0xabcd) << r;
+      }
+      EXPECT_EQ(dst[0], 0x4100);
+    }
+  }
 }
 
 // Infinities in op(A) give C's infinities and NaNs where the double sum of
