@@ -11,6 +11,14 @@
 #include <atomic>
 
 #include "kernels/cpu_features.h"
+#include "kernels/isa_target.h"
+#include "kernels/transpose16_avx512.h"
+
+// GCC 12 warns inside avx512fintrin.h that the pass-through operand of the
+// unmasked intrinsics (transpose16) "may be used uninitialized" (a dummy
+// never read: the mask is all ones).
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
 
 namespace lstmop {
 namespace detail {
@@ -275,21 +283,28 @@ void amx_pack_w_hh(int64_t H, const uint16_t* w_hh, int64_t ld, uint16_t* packed
   amx_pack_gates(H, H, w_hh, ld, packed);
 }
 
-void amx_pack_gates(int64_t H, int64_t K, const uint16_t* w_hh, int64_t ld, uint16_t* packed) {
+// A B tile is a 16 x 16 matrix of 32-bit elements (k pairs): tile p's
+// element u is the pair p of unit u's row. Each tile is the 16 units' rows of
+// 32 k values (masked past K: zeros), transposed in registers as 32-bit
+// elements (transpose16). (Element by element this packing took 4% of
+// T=50 B=32 I=H=256 bfloat16 inference.) Runs where the AMX step runs, on
+// CPUs with AVX-512.
+LSTMOP_TARGET_AVX512 void amx_pack_gates(int64_t H, int64_t K, const uint16_t* w_hh, int64_t ld,
+                                         uint16_t* packed) {
   const int64_t kb = amx_k_padded(K) / 32;
   for (int64_t ub = 0; ub < H / 16; ++ub) {
     for (int64_t q = 0; q < kb; ++q) {
+      const int64_t valid = K - q * 32 < 32 ? K - q * 32 : 32;
+      const __mmask32 mask = valid >= 32 ? ~__mmask32{0} : (__mmask32{1} << valid) - 1u;
       for (int64_t g = 0; g < 4; ++g) {
         uint16_t* tile = packed + ((ub * kb + q) * 4 + g) * kTile;
-        for (int64_t p = 0; p < 16; ++p) {
-          for (int64_t u = 0; u < 16; ++u) {
-            const uint16_t* row = w_hh + (g * H + ub * 16 + u) * ld;
-            for (int64_t e = 0; e < 2; ++e) {
-              const int64_t k = q * 32 + 2 * p + e;
-              tile[p * 32 + u * 2 + e] = k < K ? row[k] : uint16_t{0};
-            }
-          }
+        __m512 r[16];
+        for (int64_t u = 0; u < 16; ++u) {
+          const uint16_t* row = w_hh + (g * H + ub * 16 + u) * ld + q * 32;
+          r[u] = _mm512_castsi512_ps(_mm512_maskz_loadu_epi16(mask, row));
         }
+        transpose16(r);
+        for (int64_t p = 0; p < 16; ++p) _mm512_storeu_ps(tile + p * 32, r[p]);
       }
     }
   }
@@ -405,16 +420,23 @@ LSTMOP_TARGET_AMX void amx_step_forward_input(int64_t rows, int64_t H, const Amx
 
 int64_t amx_dh_packed_size(int64_t H) { return H / 16 * (4 * H / 32) * kTile; }
 
-void amx_pack_w_hh_for_dh(int64_t H, const uint16_t* w_hh, int64_t ld, uint16_t* packed) {
+// Tile row p: rows 2p and 2p + 1 of the k block, their 16 columns interleaved
+// (vpermw), as the step's pair rows.
+LSTMOP_TARGET_AVX512 void amx_pack_w_hh_for_dh(int64_t H, const uint16_t* w_hh, int64_t ld,
+                                               uint16_t* packed) {
   const int64_t kb = 4 * H / 32;
+  const __m512i interleave = _mm512_set_epi16(
+      31, 15, 30, 14, 29, 13, 28, 12, 27, 11, 26, 10, 25, 9, 24, 8,
+      23, 7, 22, 6, 21, 5, 20, 4, 19, 3, 18, 2, 17, 1, 16, 0);
   for (int64_t j = 0; j < H / 16; ++j) {
     for (int64_t q = 0; q < kb; ++q) {
       uint16_t* tile = packed + (j * kb + q) * kTile;
       for (int64_t p = 0; p < 16; ++p) {
-        for (int64_t e = 0; e < 2; ++e) {
-          const uint16_t* row = w_hh + (q * 32 + 2 * p + e) * ld + j * 16;
-          for (int64_t n = 0; n < 16; ++n) tile[p * 32 + n * 2 + e] = row[n];
-        }
+        const uint16_t* row = w_hh + (q * 32 + 2 * p) * ld + j * 16;
+        const __m256i first = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(row));
+        const __m256i second = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(row + ld));
+        const __m512i both = _mm512_inserti64x4(_mm512_castsi256_si512(first), second, 1);
+        _mm512_storeu_si512(tile + p * 32, _mm512_permutexvar_epi16(interleave, both));
       }
     }
   }
