@@ -41,6 +41,7 @@
 // step gates[t] += h w_hh^T on oneDNN's matmul (gemm/bf16_matmul_step.h),
 // the cell pass, h rounded to bfloat16.
 #include <algorithm>
+#include <cstring>
 #include <type_traits>
 
 #include "common/element_access.h"
@@ -804,6 +805,7 @@ class ForwardDriver {
         int64_t ld_out;
         const StepSaved<Storage>* saved;
         uint16_t* next;
+        uint16_t* y_bits;  // the step's rows of the layer output's bits (row stride D*H)
       };
       const auto done = [](void* ctx, int64_t r0, int64_t block_rows, int64_t u0) {
         const Block& b = *static_cast<const Block*>(ctx);
@@ -819,8 +821,10 @@ class ForwardDriver {
         cell_pass_forward<float, Storage>(block_rows, H, u0, u0 + 16, b.gates + r0 * 4 * H,
                                           b.w->bias.data(), b.w->c_state.data() + r0 * H,
                                           b.h + r0 * H, b.out + r0 * b.ld_out, b.ld_out, saved);
+        const int64_t DH = b.self->p_.D * H;
         for (int64_t r = r0; r < r0 + block_rows; ++r) {
           round_to_bfloat16_bits(b.h + r * H + u0, 16, b.next + r * kp + u0);
+          std::memcpy(b.y_bits + r * DH + u0, b.next + r * kp + u0, 16 * sizeof(uint16_t));
         }
       };
       // Units [u0, u1) of every step; in split mode each part its own, the
@@ -837,14 +841,11 @@ class ForwardDriver {
           // read: one step's rows at the buffer's start, which stay in cache.
           Block b{this, &w, w.gates.data() + (input_on_tiles > 0 ? 0 : off * G), h,
                   bits_only() ? h : layer.y + off * DH + dir * H, bits_only() ? H : DH,
-                  p_.train ? &saved : nullptr, next};
+                  p_.train ? &saved : nullptr, next, layer.y_bits + off * DH + dir * H};
           const AmxInput x{input_on_tiles, w.amx_w_ih.data(),
                            layer.x_bits + off * input_on_tiles, input_on_tiles};
           amx_step_forward_input(rows, H, input_on_tiles > 0 ? &x : nullptr, w.amx_w_hh.data(),
                                  w.amx_h_bits[n % 2].data(), kp, b.gates, done, &b, u0, u1);
-          for (int64_t r = 0; r < rows; ++r) {
-            std::copy_n(next + r * kp + u0, u1 - u0, layer.y_bits + (off + r) * DH + dir * H + u0);
-          }
           if (barrier != nullptr) barrier->wait();
         }
       };
