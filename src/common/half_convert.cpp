@@ -183,42 +183,38 @@ LSTMOP_TARGET_AVX2 void floats_to_bfloat16s_avx2(const float* src, uint16_t* dst
   for (; k < n; ++k) dst[k] = float_to_bfloat16(src[k]);
 }
 
+// The vector body kernel_choice() picks for runs of 16 values and more, else
+// the scalar conversion value by value.
+template <class In, class Out, class Scalar>
+void convert_run_by_isa(const In* src, Out* dst, int64_t n,
+                        void (*avx512)(const In*, Out*, int64_t),
+                        void (*avx2)(const In*, Out*, int64_t), Scalar scalar) {
+  switch (n >= 16 ? kernels::kernel_choice().cap : kernels::Isa::Scalar) {
+    case kernels::Isa::Avx512: avx512(src, dst, n); return;
+    case kernels::Isa::Avx2: avx2(src, dst, n); return;
+    case kernels::Isa::Scalar: break;
+  }
+  for (int64_t k = 0; k < n; ++k) dst[k] = scalar(src[k]);
+}
+
 }  // namespace
 
 void halves_to_floats(const uint16_t* src, float* dst, int64_t n) {
-  switch (n >= 16 ? kernels::kernel_choice().cap : kernels::Isa::Scalar) {
-    case kernels::Isa::Avx512: halves_to_floats_avx512(src, dst, n); return;
-    case kernels::Isa::Avx2: halves_to_floats_avx2(src, dst, n); return;
-    case kernels::Isa::Scalar: break;
-  }
-  for (int64_t k = 0; k < n; ++k) dst[k] = half_to_float(src[k]);
+  convert_run_by_isa(src, dst, n, halves_to_floats_avx512, halves_to_floats_avx2, half_to_float);
 }
 
 void floats_to_halves(const float* src, uint16_t* dst, int64_t n) {
-  switch (n >= 16 ? kernels::kernel_choice().cap : kernels::Isa::Scalar) {
-    case kernels::Isa::Avx512: floats_to_halves_avx512(src, dst, n); return;
-    case kernels::Isa::Avx2: floats_to_halves_avx2(src, dst, n); return;
-    case kernels::Isa::Scalar: break;
-  }
-  for (int64_t k = 0; k < n; ++k) dst[k] = float_to_half(src[k]);
+  convert_run_by_isa(src, dst, n, floats_to_halves_avx512, floats_to_halves_avx2, float_to_half);
 }
 
 void bfloat16s_to_floats(const uint16_t* src, float* dst, int64_t n) {
-  switch (n >= 16 ? kernels::kernel_choice().cap : kernels::Isa::Scalar) {
-    case kernels::Isa::Avx512: bfloat16s_to_floats_avx512(src, dst, n); return;
-    case kernels::Isa::Avx2: bfloat16s_to_floats_avx2(src, dst, n); return;
-    case kernels::Isa::Scalar: break;
-  }
-  for (int64_t k = 0; k < n; ++k) dst[k] = bfloat16_to_float(src[k]);
+  convert_run_by_isa(src, dst, n, bfloat16s_to_floats_avx512, bfloat16s_to_floats_avx2,
+                     bfloat16_to_float);
 }
 
 void floats_to_bfloat16s(const float* src, uint16_t* dst, int64_t n) {
-  switch (n >= 16 ? kernels::kernel_choice().cap : kernels::Isa::Scalar) {
-    case kernels::Isa::Avx512: floats_to_bfloat16s_avx512(src, dst, n); return;
-    case kernels::Isa::Avx2: floats_to_bfloat16s_avx2(src, dst, n); return;
-    case kernels::Isa::Scalar: break;
-  }
-  for (int64_t k = 0; k < n; ++k) dst[k] = float_to_bfloat16(src[k]);
+  convert_run_by_isa(src, dst, n, floats_to_bfloat16s_avx512, floats_to_bfloat16s_avx2,
+                     float_to_bfloat16);
 }
 
 }  // namespace detail

@@ -54,18 +54,46 @@ class HalfConvert : public ::testing::TestWithParam<bool> {
   unsigned saved_ = 0;
 };
 
-TEST_P(HalfConvert, EveryHalfWidensToHalfToFloatsBits) {
-  std::vector<uint16_t> halves(65536);
-  for (uint32_t k = 0; k < 65536; ++k) halves[k] = static_cast<uint16_t>(k);
+// Every 16-bit pattern widened by the run conversion `run` gives the scalar
+// function's bits.
+void expect_every_value_widens(void (*run)(const uint16_t*, float*, int64_t),
+                               float (*scalar)(uint16_t), const char* name) {
+  std::vector<uint16_t> values(65536);
+  for (uint32_t k = 0; k < 65536; ++k) values[k] = static_cast<uint16_t>(k);
   std::vector<float> out(65536);
-  halves_to_floats(halves.data(), out.data(), 65536);
+  run(values.data(), out.data(), 65536);
   int64_t bad = 0;
   for (uint32_t k = 0; k < 65536; ++k) {
-    if (bits_of(out[k]) != bits_of(lstmop::half_to_float(static_cast<uint16_t>(k)))) {
-      if (++bad <= 5) ADD_FAILURE() << std::hex << "half 0x" << k << " -> 0x" << bits_of(out[k]);
+    if (bits_of(out[k]) != bits_of(scalar(static_cast<uint16_t>(k)))) {
+      if (++bad <= 5) ADD_FAILURE() << std::hex << name << " 0x" << k << " -> 0x" << bits_of(out[k]);
     }
   }
   EXPECT_EQ(bad, 0);
+}
+
+// The floats of `cases` (bit patterns) narrowed by the run conversion `run`
+// give the scalar function's bits.
+void expect_narrows(const std::vector<uint32_t>& cases,
+                    void (*run)(const float*, uint16_t*, int64_t), uint16_t (*scalar)(float)) {
+  std::vector<float> in(cases.size());
+  for (std::size_t k = 0; k < cases.size(); ++k) in[k] = float_of(cases[k]);
+  std::vector<uint16_t> out(cases.size());
+  run(in.data(), out.data(), static_cast<int64_t>(in.size()));
+  int64_t bad = 0;
+  for (std::size_t k = 0; k < cases.size(); ++k) {
+    const uint16_t want = scalar(in[k]);
+    if (out[k] != want) {
+      if (++bad <= 5) {
+        ADD_FAILURE() << std::hex << "float 0x" << cases[k] << " -> 0x" << out[k] << ", want 0x"
+                      << want;
+      }
+    }
+  }
+  EXPECT_EQ(bad, 0) << "of " << cases.size();
+}
+
+TEST_P(HalfConvert, EveryHalfWidensToHalfToFloatsBits) {
+  expect_every_value_widens(halves_to_floats, lstmop::half_to_float, "half");
 }
 
 TEST_P(HalfConvert, FloatsNarrowToFloatToHalfsBits) {
@@ -94,35 +122,11 @@ TEST_P(HalfConvert, FloatsNarrowToFloatToHalfsBits) {
     cases.push_back(b);
     cases.push_back(b | 0x80000000u);
   }
-  std::vector<float> in(cases.size());
-  for (std::size_t k = 0; k < cases.size(); ++k) in[k] = float_of(cases[k]);
-  std::vector<uint16_t> out(cases.size());
-  floats_to_halves(in.data(), out.data(), static_cast<int64_t>(in.size()));
-  int64_t bad = 0;
-  for (std::size_t k = 0; k < cases.size(); ++k) {
-    const uint16_t want = lstmop::float_to_half(float_of(cases[k]));
-    if (out[k] != want) {
-      if (++bad <= 5) {
-        ADD_FAILURE() << std::hex << "float 0x" << cases[k] << " -> 0x" << out[k] << ", want 0x"
-                      << want;
-      }
-    }
-  }
-  EXPECT_EQ(bad, 0) << "of " << cases.size();
+  expect_narrows(cases, floats_to_halves, lstmop::float_to_half);
 }
 
 TEST_P(HalfConvert, EveryBfloat16WidensToBfloat16ToFloatsBits) {
-  std::vector<uint16_t> values(65536);
-  for (uint32_t k = 0; k < 65536; ++k) values[k] = static_cast<uint16_t>(k);
-  std::vector<float> out(65536);
-  bfloat16s_to_floats(values.data(), out.data(), 65536);
-  int64_t bad = 0;
-  for (uint32_t k = 0; k < 65536; ++k) {
-    if (bits_of(out[k]) != bits_of(lstmop::bfloat16_to_float(static_cast<uint16_t>(k)))) {
-      if (++bad <= 5) ADD_FAILURE() << std::hex << "bfloat16 0x" << k << " -> 0x" << bits_of(out[k]);
-    }
-  }
-  EXPECT_EQ(bad, 0);
+  expect_every_value_widens(bfloat16s_to_floats, lstmop::bfloat16_to_float, "bfloat16");
 }
 
 TEST_P(HalfConvert, FloatsNarrowToFloatToBfloat16sBits) {
@@ -147,21 +151,7 @@ TEST_P(HalfConvert, FloatsNarrowToFloatToBfloat16sBits) {
     cases.push_back(b);
     cases.push_back(b | 0x80000000u);
   }
-  std::vector<float> in(cases.size());
-  for (std::size_t k = 0; k < cases.size(); ++k) in[k] = float_of(cases[k]);
-  std::vector<uint16_t> out(cases.size());
-  floats_to_bfloat16s(in.data(), out.data(), static_cast<int64_t>(in.size()));
-  int64_t bad = 0;
-  for (std::size_t k = 0; k < cases.size(); ++k) {
-    const uint16_t want = lstmop::float_to_bfloat16(float_of(cases[k]));
-    if (out[k] != want) {
-      if (++bad <= 5) {
-        ADD_FAILURE() << std::hex << "float 0x" << cases[k] << " -> 0x" << out[k] << ", want 0x"
-                      << want;
-      }
-    }
-  }
-  EXPECT_EQ(bad, 0) << "of " << cases.size();
+  expect_narrows(cases, floats_to_bfloat16s, lstmop::float_to_bfloat16);
   // A few values by hand (float_to_bfloat16 itself: nearest even, NaN quieted).
   const float hand[] = {float_of(0x3f808000u), float_of(0x3f818000u), float_of(0x3f808001u),
                         float_of(0x7f7fffffu), float_of(0x7f800001u), float_of(0x00008000u)};
