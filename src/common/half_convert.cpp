@@ -173,7 +173,8 @@ LSTMOP_TARGET_AVX2 inline __m256i bfloat16_lanes8(__m256i x) {
 LSTMOP_TARGET_AVX2 void floats_to_bfloat16s_avx2(const float* src, uint16_t* dst, int64_t n) {
   int64_t k = 0;
   for (; k + 16 <= n; k += 16) {
-    const __m256i a = bfloat16_lanes8(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(src + k)));
+    const __m256i a =
+        bfloat16_lanes8(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(src + k)));
     const __m256i b =
         bfloat16_lanes8(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(src + k + 8)));
     // packus (every lane <= 0xffff) interleaves 128-bit halves: a0-3 b0-3 a4-7 b4-7.

@@ -1,6 +1,7 @@
-// Internal: float16 and bfloat16 <-> float32 for runs of contiguous values (the inputs,
+// Internal: float16 <-> float32 for runs of contiguous values (the inputs,
 // weights, saved tensors and results of float16 calls), with the bits of
-// tensor.h's half_to_float / float_to_half for every value.
+// tensor.h's half_to_float / float_to_half for every value; bfloat16 <->
+// float32 likewise (below).
 //
 // Element by element those two took a fifth of a float16 call (S2's shape,
 // inference, Zen 5: 19% of the samples). The AVX-512 and AVX2 + F16C bodies

@@ -65,7 +65,9 @@ void expect_every_value_widens(void (*run)(const uint16_t*, float*, int64_t),
   int64_t bad = 0;
   for (uint32_t k = 0; k < 65536; ++k) {
     if (bits_of(out[k]) != bits_of(scalar(static_cast<uint16_t>(k)))) {
-      if (++bad <= 5) ADD_FAILURE() << std::hex << name << " 0x" << k << " -> 0x" << bits_of(out[k]);
+      if (++bad <= 5) {
+        ADD_FAILURE() << std::hex << name << " 0x" << k << " -> 0x" << bits_of(out[k]);
+      }
     }
   }
   EXPECT_EQ(bad, 0);
