@@ -8,26 +8,29 @@
 // so both give the same bits for every element):
 //   reg, mask (a lane predicate), kLanes;
 //   set1, add, sub, mul, div, min, max (min(a, b) / max(a, b) return b when
-//   either is NaN), fmadd(a, b, c) = a*b + c and fnmadd(a, b, c) = c - a*b
-//   fused, round_nearest, pow2i(n) = 2^n for integral n in [-127, 127] as a
-//   float built from the exponent bits, scale2(p, n) = p * 2^n for integral n
-//   (exact where the result is a normal float: mul(p, pow2i(n)) in AVX2,
-//   vscalefps in AVX-512), abs, with_sign_of(t, x) = t with x's
-//   sign bit or-ed in;
-//   less(a, b) (ordered a < b, false for NaN), zero_where(m, v), select(m, a, b)
+//   either is NaN), fmadd(a, b, c) = a*b + c, fnmadd(a, b, c) = c - a*b and
+//   fnmsub(a, b, c) = -(a*b) - c fused, pow2i(n) = 2^n for integral n in
+//   [-127, 127] as a float built from the exponent bits, scale2(p, n) = p *
+//   2^n for integral n (exact where the result is a normal float: mul(p,
+//   pow2i(n)) in AVX2, vscalefps in AVX-512), abs, with_sign_of(t, x) = t
+//   with x's sign bit or-ed in;
+//   less(a, b) (ordered a < b, false for NaN), zero_where(m, v),
+//   div_zero_where(m, a, b) = zero_where(m, div(a, b)), select(m, a, b)
 //   (b where m, else a);
 //   Tail tail(count): the lanes k < count (all when count >= kLanes);
 //   loadu, storeu, load_tail(Tail, p), store_tail(Tail, p, v);
 //   store_bfloat16(uint16_t* p, reg) for a full vector (float_to_bfloat16 of
 //   tensor.h per lane: nearest even, NaN quieted with sign and payload kept).
 //
-// Activations: exp(x) = 2^n * p(r), n = round(x / ln 2), r = x - n ln 2 in two
-// parts, p Cephes' expf polynomial, x raised to -87 if below so 2^n is a
-// normal float (NaN kept; x <= 88 by the callers), 2^n * p by V::scale2 (an
-// exact scaling either way); sigmoid(x) = 1 / (1 + exp(-x)), exactly 0 for
+// Activations: exp(x) = 2^n (1 + p(r)), n = round(x / ln 2) (one fused
+// rounding), r = x - n ln 2 in two parts, p Cephes' expf polynomial (expm1 on
+// [-ln 2 / 2, ln 2 / 2]), x raised to -87 if below so 2^n is a normal float
+// (NaN kept; x <= 88 by the callers), 2^n (1 + p) by V::scale2 (an exact
+// scaling either way); sigmoid(x) = 1 / (1 + exp(-x)), exactly 0 for
 // x < -88;
-// tanh(x) = sign(x) (1 - e) / (1 + e), e = exp(-2|x|), for |x| >= 0.3 and its
-// Taylor polynomial to x^13 below (error and saturation: cell_pass_isa.h).
+// tanh(x) = sign(x) m / (1 + e), e = exp(-2|x|), m = 1 - e = 1 - 2^n - 2^n p
+// in one rounding (no cancellation for small |x|), 1 + e from e rounded once
+// (error and saturation: cell_pass_isa.h).
 //
 // The last partial vector of a row goes through the same operations with
 // masked loads and stores, so every element gets the same bits wherever it
@@ -67,20 +70,32 @@ LSTMOP_CELL_TARGET inline LSTMOP_ALWAYS_INLINE void activate_interleaved(
   using reg = typename V::reg;
   constexpr auto is_tanh = [](int e) { return ((kTanh >> e) & 1u) != 0; };
   reg x[M], n[M], r[M], p[M];
-  // exp's argument: -v for a sigmoid, -2|v| for tanh.
+  // exp's argument, -v for a sigmoid and -2|v| for tanh, raised to -87 if
+  // below. A tanh lane's x[e] holds it; a sigmoid lane's holds its negation
+  // min(87, v), and n and r below turn the signs (fnmadd for fmadd, fnmsub
+  // for fnmadd: the same values, one negation fewer).
 #pragma GCC unroll 32
   for (int e = 0; e < M; ++e) {
-    x[e] = is_tanh(e) ? V::mul(V::abs(v[e]), V::set1(-2.0f)) : V::sub(V::set1(0.0f), v[e]);
+    x[e] = is_tanh(e) ? V::mul(V::min(V::set1(43.5f), V::abs(v[e])), V::set1(-2.0f))
+                      : V::min(V::set1(87.0f), v[e]);
   }
-#pragma GCC unroll 32
-  for (int e = 0; e < M; ++e) x[e] = V::max(V::set1(-87.0f), x[e]);
+  // n = x / ln 2 rounded to an integer in the fused multiply-add's one
+  // rounding: adding 1.5 * 2^23 leaves no bits below the unit (|x / ln 2| <
+  // 2^22), and subtracting it back is exact. (The product rounded to a float
+  // first and then to an integer could round the other way at a tie: then n
+  // differs by one and r by ln 2, still within exp's polynomial range.)
+  const reg shifter = V::set1(12582912.0f), log2e = V::set1(1.44269504088896341f);
 #pragma GCC unroll 32
   for (int e = 0; e < M; ++e) {
-    n[e] = V::round_nearest(V::mul(x[e], V::set1(1.44269504088896341f)));
+    n[e] = V::sub(is_tanh(e) ? V::fmadd(x[e], log2e, shifter) : V::fnmadd(x[e], log2e, shifter),
+                  shifter);
   }
   // ln 2 = 0.693359375 - 2.12194440e-4: n * 0.693359375 is exact for |n| < 2^15.
 #pragma GCC unroll 32
-  for (int e = 0; e < M; ++e) r[e] = V::fnmadd(n[e], V::set1(0.693359375f), x[e]);
+  for (int e = 0; e < M; ++e) {
+    r[e] = is_tanh(e) ? V::fnmadd(n[e], V::set1(0.693359375f), x[e])
+                      : V::fnmsub(n[e], V::set1(0.693359375f), x[e]);
+  }
 #pragma GCC unroll 32
   for (int e = 0; e < M; ++e) r[e] = V::fnmadd(n[e], V::set1(-2.12194440e-4f), r[e]);
 #pragma GCC unroll 32
@@ -97,30 +112,26 @@ LSTMOP_CELL_TARGET inline LSTMOP_ALWAYS_INLINE void activate_interleaved(
   for (int e = 0; e < M; ++e) p[e] = V::fmadd(p[e], r[e], V::set1(5.0000001201e-1f));
 #pragma GCC unroll 32
   for (int e = 0; e < M; ++e) p[e] = V::fmadd(p[e], V::mul(r[e], r[e]), r[e]);
-  // A NaN n gives a meaningless 2^n, but p is NaN then and so is the product.
-#pragma GCC unroll 32
-  for (int e = 0; e < M; ++e) p[e] = V::scale2(V::add(p[e], V::set1(1.0f)), n[e]);
+  // p = expm1(r) here. A NaN n gives a meaningless 2^n, but p is NaN then
+  // and so is every result.
   const reg one = V::set1(1.0f);
 #pragma GCC unroll 32
   for (int e = 0; e < M; ++e) {
     if (!is_tanh(e)) {
-      // sigmoid = 1 / (1 + exp(-v)); exp(-v) is capped at exp(88): the exact
-      // limit 0 below -88 (false for NaN).
-      y[e] = V::zero_where(V::less(v[e], V::set1(-88.0f)), V::div(one, V::add(one, p[e])));
+      // sigmoid = 1 / (1 + exp(-v)), exp(-v) = (1 + p) 2^n; the exact limit 0
+      // below -88 (false for NaN), where exp(-v) is meaningless.
+      const reg ex = V::scale2(V::add(p[e], one), n[e]);
+      y[e] = V::div_zero_where(V::less(v[e], V::set1(-88.0f)), one, V::add(one, ex));
     } else {
-      // tanh = sign(v) (1 - e) / (1 + e), e = exp(-2|v|); for |v| < 0.3
-      // v + v^3 (-1/3 + v^2 (2/15 + v^2 (-17/315 + ...))).
-      const reg ax = V::abs(v[e]);
-      const reg large = V::div(V::sub(one, p[e]), V::add(one, p[e]));
-      const reg x2 = V::mul(ax, ax);
-      reg q = V::set1(21844.0f / 6081075.0f);
-      q = V::fmadd(q, x2, V::set1(-1382.0f / 155925.0f));
-      q = V::fmadd(q, x2, V::set1(62.0f / 2835.0f));
-      q = V::fmadd(q, x2, V::set1(-17.0f / 315.0f));
-      q = V::fmadd(q, x2, V::set1(2.0f / 15.0f));
-      q = V::fmadd(q, x2, V::set1(-1.0f / 3.0f));
-      const reg small = V::fmadd(V::mul(q, x2), ax, ax);
-      y[e] = V::with_sign_of(V::select(V::less(ax, V::set1(0.3f)), large, small), v[e]);
+      // tanh |v| = (1 - e) / (1 + e), e = exp(-2|v|): the numerator as
+      // 1 - 2^n - 2^n p in one rounding (fnmadd; 1 - 2^n is exact), so that
+      // small |v| keeps its relative accuracy (no 1 - e cancellation); the
+      // denominator from e = 2^n + 2^n p rounded once (not 2 - m, which
+      // would carry m's rounding twice into the quotient).
+      const reg t = V::scale2(one, n[e]);
+      const reg m = V::fnmadd(t, p[e], V::sub(one, t));
+      const reg d = V::add(one, V::fmadd(t, p[e], t));
+      y[e] = V::with_sign_of(V::div(m, d), v[e]);
     }
   }
 }

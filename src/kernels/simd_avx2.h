@@ -5,13 +5,14 @@
 // so both give the same bits for every element):
 //   reg, mask (a lane predicate), kLanes;
 //   set1, add, sub, mul, div, min, max (min(a, b) / max(a, b) return b when
-//   either is NaN), fmadd(a, b, c) = a*b + c and fnmadd(a, b, c) = c - a*b
-//   fused, round_nearest, pow2i(n) = 2^n for integral n in [-127, 127] as a
-//   float built from the exponent bits, scale2(p, n) = p * 2^n for integral n
-//   (exact where the result is a normal float: mul(p, pow2i(n)) in AVX2,
-//   vscalefps in AVX-512), abs, with_sign_of(t, x) = t with x's
-//   sign bit or-ed in;
-//   less(a, b) (ordered a < b, false for NaN), zero_where(m, v), select(m, a, b)
+//   either is NaN), fmadd(a, b, c) = a*b + c, fnmadd(a, b, c) = c - a*b and
+//   fnmsub(a, b, c) = -(a*b) - c fused, pow2i(n) = 2^n for integral n in
+//   [-127, 127] as a float built from the exponent bits, scale2(p, n) = p *
+//   2^n for integral n (exact where the result is a normal float: mul(p,
+//   pow2i(n)) in AVX2, vscalefps in AVX-512), abs, with_sign_of(t, x) = t
+//   with x's sign bit or-ed in;
+//   less(a, b) (ordered a < b, false for NaN), zero_where(m, v),
+//   div_zero_where(m, a, b) = zero_where(m, div(a, b)), select(m, a, b)
 //   (b where m, else a);
 //   Tail tail(count): the lanes k < count (all when count >= kLanes);
 //   loadu, storeu, load_tail(Tail, p), store_tail(Tail, p, v);
@@ -52,9 +53,7 @@ struct Avx2 {
   LSTMOP_TARGET_AVX2 static reg max(reg a, reg b) { return _mm256_max_ps(a, b); }
   LSTMOP_TARGET_AVX2 static reg fmadd(reg a, reg b, reg c) { return _mm256_fmadd_ps(a, b, c); }
   LSTMOP_TARGET_AVX2 static reg fnmadd(reg a, reg b, reg c) { return _mm256_fnmadd_ps(a, b, c); }
-  LSTMOP_TARGET_AVX2 static reg round_nearest(reg x) {
-    return _mm256_round_ps(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-  }
+  LSTMOP_TARGET_AVX2 static reg fnmsub(reg a, reg b, reg c) { return _mm256_fnmsub_ps(a, b, c); }
   // 2^n: the exponent field n + 127 (a NaN n converts to INT_MIN).
   LSTMOP_TARGET_AVX2 static reg pow2i(reg n) {
     return _mm256_castsi256_ps(_mm256_slli_epi32(
@@ -68,6 +67,7 @@ struct Avx2 {
   }
   LSTMOP_TARGET_AVX2 static mask less(reg a, reg b) { return _mm256_cmp_ps(a, b, _CMP_LT_OQ); }
   LSTMOP_TARGET_AVX2 static reg zero_where(mask m, reg v) { return _mm256_andnot_ps(m, v); }
+  LSTMOP_TARGET_AVX2 static reg div_zero_where(mask m, reg a, reg b) { return zero_where(m, div(a, b)); }
   LSTMOP_TARGET_AVX2 static reg select(mask m, reg a, reg b) { return _mm256_blendv_ps(a, b, m); }
 
   LSTMOP_TARGET_AVX2 static Tail tail(int64_t count) {

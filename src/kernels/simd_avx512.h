@@ -5,13 +5,14 @@
 // so both give the same bits for every element):
 //   reg, mask (a lane predicate), kLanes;
 //   set1, add, sub, mul, div, min, max (min(a, b) / max(a, b) return b when
-//   either is NaN), fmadd(a, b, c) = a*b + c and fnmadd(a, b, c) = c - a*b
-//   fused, round_nearest, pow2i(n) = 2^n for integral n in [-127, 127] as a
-//   float built from the exponent bits, scale2(p, n) = p * 2^n for integral n
-//   (exact where the result is a normal float: mul(p, pow2i(n)) in AVX2,
-//   vscalefps in AVX-512), abs, with_sign_of(t, x) = t with x's
-//   sign bit or-ed in;
-//   less(a, b) (ordered a < b, false for NaN), zero_where(m, v), select(m, a, b)
+//   either is NaN), fmadd(a, b, c) = a*b + c, fnmadd(a, b, c) = c - a*b and
+//   fnmsub(a, b, c) = -(a*b) - c fused, pow2i(n) = 2^n for integral n in
+//   [-127, 127] as a float built from the exponent bits, scale2(p, n) = p *
+//   2^n for integral n (exact where the result is a normal float: mul(p,
+//   pow2i(n)) in AVX2, vscalefps in AVX-512), abs, with_sign_of(t, x) = t
+//   with x's sign bit or-ed in;
+//   less(a, b) (ordered a < b, false for NaN), zero_where(m, v),
+//   div_zero_where(m, a, b) = zero_where(m, div(a, b)), select(m, a, b)
 //   (b where m, else a);
 //   Tail tail(count): the lanes k < count (all when count >= kLanes);
 //   loadu, storeu, load_tail(Tail, p), store_tail(Tail, p, v);
@@ -57,9 +58,7 @@ struct Avx512 {
   LSTMOP_TARGET_AVX512 static reg max(reg a, reg b) { return _mm512_max_ps(a, b); }
   LSTMOP_TARGET_AVX512 static reg fmadd(reg a, reg b, reg c) { return _mm512_fmadd_ps(a, b, c); }
   LSTMOP_TARGET_AVX512 static reg fnmadd(reg a, reg b, reg c) { return _mm512_fnmadd_ps(a, b, c); }
-  LSTMOP_TARGET_AVX512 static reg round_nearest(reg x) {
-    return _mm512_roundscale_ps(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-  }
+  LSTMOP_TARGET_AVX512 static reg fnmsub(reg a, reg b, reg c) { return _mm512_fnmsub_ps(a, b, c); }
   LSTMOP_TARGET_AVX512 static reg pow2i(reg n) {
     return _mm512_castsi512_ps(_mm512_slli_epi32(
         _mm512_add_epi32(_mm512_cvtps_epi32(n), _mm512_set1_epi32(127)), 23));
@@ -78,6 +77,9 @@ struct Avx512 {
   LSTMOP_TARGET_AVX512 static mask less(reg a, reg b) { return _mm512_cmp_ps_mask(a, b, _CMP_LT_OQ); }
   LSTMOP_TARGET_AVX512 static reg zero_where(mask m, reg v) {
     return _mm512_maskz_mov_ps(static_cast<__mmask16>(~m), v);
+  }
+  LSTMOP_TARGET_AVX512 static reg div_zero_where(mask m, reg a, reg b) {
+    return _mm512_maskz_div_ps(static_cast<__mmask16>(~m), a, b);
   }
   LSTMOP_TARGET_AVX512 static reg select(mask m, reg a, reg b) { return _mm512_mask_blend_ps(m, a, b); }
 
