@@ -1,6 +1,7 @@
 // The cell passes of cell_pass.h: float runs the body kernel_choice() picks
 // (forward: AVX-512, 1.6x the AVX2 body's speed on a Zen 4 core, 2.3 vs 3.7 ns
-// a hidden unit; backward: at most AVX2), double the generic loops.
+// a hidden unit; backward: kernel_choice().cell_backward), double the generic
+// loops.
 #include "kernels/cell_pass.h"
 
 #include <algorithm>
@@ -94,10 +95,16 @@ void cell_pass_backward(int64_t rows, int64_t H, int64_t u_begin, int64_t u_end,
                         const Acc* c_prev, const Acc* d_out, int64_t ld_out,
                         const Acc* dh_state, Acc* dc_state, Acc* d_gates) {
   if constexpr (std::is_same_v<Acc, float>) {
-    if (kernels::kernel_choice().cell_backward != kernels::Isa::Scalar) {
-      cell_pass_backward_avx2(rows, H, u_begin, u_end, i, j, f, o, tanhc, c_prev, d_out, ld_out,
-                              dh_state, dc_state, d_gates);
-      return;
+    switch (kernels::kernel_choice().cell_backward) {
+      case kernels::Isa::Avx512:
+        cell_pass_backward_avx512(rows, H, u_begin, u_end, i, j, f, o, tanhc, c_prev, d_out,
+                                  ld_out, dh_state, dc_state, d_gates);
+        return;
+      case kernels::Isa::Avx2:
+        cell_pass_backward_avx2(rows, H, u_begin, u_end, i, j, f, o, tanhc, c_prev, d_out,
+                                ld_out, dh_state, dc_state, d_gates);
+        return;
+      case kernels::Isa::Scalar: break;
     }
   }
   cell_pass_backward_generic<Acc>(rows, H, u_begin, u_end, i, j, f, o, tanhc, c_prev, d_out,
@@ -109,10 +116,16 @@ void cell_pass_backward_bf16(int64_t rows, int64_t H, int64_t u_begin, int64_t u
                              const uint16_t* o, const uint16_t* tanhc, const uint16_t* c_prev,
                              const float* d_out, int64_t ld_out, const float* dh_state,
                              float* dc_state, float* d_gates) {
-  if (kernels::kernel_choice().cell_backward != kernels::Isa::Scalar) {
-    cell_pass_backward_bf16_avx2(rows, H, u_begin, u_end, i, j, f, o, tanhc, c_prev, d_out,
-                                 ld_out, dh_state, dc_state, d_gates);
-    return;
+  switch (kernels::kernel_choice().cell_backward) {
+    case kernels::Isa::Avx512:
+      cell_pass_backward_bf16_avx512(rows, H, u_begin, u_end, i, j, f, o, tanhc, c_prev, d_out,
+                                     ld_out, dh_state, dc_state, d_gates);
+      return;
+    case kernels::Isa::Avx2:
+      cell_pass_backward_bf16_avx2(rows, H, u_begin, u_end, i, j, f, o, tanhc, c_prev, d_out,
+                                   ld_out, dh_state, dc_state, d_gates);
+      return;
+    case kernels::Isa::Scalar: break;
   }
   cell_pass_backward_generic<float>(rows, H, u_begin, u_end, i, j, f, o, tanhc, c_prev, d_out,
                                     ld_out, dh_state, dc_state, d_gates);

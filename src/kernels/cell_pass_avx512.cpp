@@ -1,10 +1,9 @@
-// AVX-512 forward cell pass (cell_pass_isa.h): cell_pass_simd.h's body on
+// AVX-512 cell passes (cell_pass_isa.h): cell_pass_simd.h's bodies on
 // 16-float vectors, with the same lane-wise operations as the AVX2 ones
 // (cell_pass_avx2.cpp), hence the same bits for every element; masked tails
 // are cheap here. Every function that uses these instructions carries
 // LSTMOP_TARGET_AVX512; cell_pass.cpp calls in here only where
-// kernel_choice() picked AVX-512. (No backward body: an AVX-512 form of that
-// memory-bound pass measured no faster than the AVX2 one.)
+// kernel_choice() picked AVX-512.
 #include <immintrin.h>
 
 #include "kernels/cell_pass_isa.h"
@@ -39,6 +38,25 @@ void cell_pass_forward_avx512(int64_t rows, int64_t H, int64_t u_begin, int64_t 
                               const StepSaved<Storage>* saved) {
   cell_simd::cell_forward<Avx512, Storage>(rows, H, u_begin, u_end, gates, bias, c_state, h_state,
                                      layer_out, ld_out, saved);
+}
+
+void cell_pass_backward_avx512(int64_t rows, int64_t H, int64_t u_begin, int64_t u_end,
+                               const float* i, const float* j, const float* f, const float* o,
+                               const float* tanhc, const float* c_prev, const float* d_out,
+                               int64_t ld_out, const float* dh_state, float* dc_state,
+                               float* d_gates) {
+  cell_simd::cell_backward<Avx512, float>(rows, H, u_begin, u_end, i, j, f, o, tanhc, c_prev,
+                                          d_out, ld_out, dh_state, dc_state, d_gates);
+}
+
+void cell_pass_backward_bf16_avx512(int64_t rows, int64_t H, int64_t u_begin, int64_t u_end,
+                                    const uint16_t* i, const uint16_t* j, const uint16_t* f,
+                                    const uint16_t* o, const uint16_t* tanhc,
+                                    const uint16_t* c_prev, const float* d_out, int64_t ld_out,
+                                    const float* dh_state, float* dc_state, float* d_gates) {
+  cell_simd::cell_backward<Avx512, uint16_t>(rows, H, u_begin, u_end, i, j, f, o, tanhc,
+                                             c_prev, d_out, ld_out, dh_state, dc_state,
+                                             d_gates);
 }
 
 void sigmoid_avx512(int64_t n, const float* x, float* y) {

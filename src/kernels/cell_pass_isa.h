@@ -75,6 +75,16 @@ void cell_pass_forward_avx512(int64_t rows, int64_t H, int64_t u_begin, int64_t 
                               const float* gates, const float* bias, float* c_state,
                               float* h_state, float* layer_out, int64_t ld_out,
                               const StepSaved<Storage>* saved);
+void cell_pass_backward_avx512(int64_t rows, int64_t H, int64_t u_begin, int64_t u_end,
+                               const float* i, const float* j, const float* f, const float* o,
+                               const float* tanhc, const float* c_prev, const float* d_out,
+                               int64_t ld_out, const float* dh_state, float* dc_state,
+                               float* d_gates);
+void cell_pass_backward_bf16_avx512(int64_t rows, int64_t H, int64_t u_begin, int64_t u_end,
+                                    const uint16_t* i, const uint16_t* j, const uint16_t* f,
+                                    const uint16_t* o, const uint16_t* tanhc,
+                                    const uint16_t* c_prev, const float* d_out, int64_t ld_out,
+                                    const float* dh_state, float* dc_state, float* d_gates);
 void sigmoid_avx512(int64_t n, const float* x, float* y);
 void tanh_avx512(int64_t n, const float* x, float* y);
 // The fused steps' interleaved form (cell_simd::activate over two rows'

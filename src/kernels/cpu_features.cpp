@@ -120,7 +120,7 @@ const KernelChoice& kernel_choice() {
     c.recurrent_product = c.cap;
     c.cell_forward = c.cap;
     c.step_forward = c.cap;
-    c.cell_backward = lower(c.cap, Isa::Avx2);
+    c.cell_backward = c.cap;
     c.transpose = lower(c.cap, Isa::Avx2);
     c.bf16_gemm = c.cap == Isa::Avx512 && cpu_features().avx512_bf16;
     c.bf16_step = c.bf16_gemm;

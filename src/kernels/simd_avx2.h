@@ -22,7 +22,7 @@
 //   store_bfloat16(uint16_t* p, v), store_half(uint16_t* p, v) for a full
 //   vector of values (tensor.h's conversions lane by lane);
 //   load_bfloat16(const uint16_t* p): a full vector of bfloat16 bits widened
-//   to floats (exact; AVX2 only: the backward cell pass's saved tensors).
+//   to floats (exact; the backward cell pass's saved tensors).
 //
 // Every member carries LSTMOP_TARGET_AVX2: only code running where
 // kernel_choice() (cpu_features.h) picked AVX2 may call them.

@@ -20,7 +20,9 @@
 //   bfloat16 / float16 value (ties to even, NaN stays NaN, float16 overflow
 //   to infinity), returned as floats;
 //   store_bfloat16(uint16_t* p, v), store_half(uint16_t* p, v) for a full
-//   vector of values (tensor.h's conversions lane by lane).
+//   vector of values (tensor.h's conversions lane by lane);
+//   load_bfloat16(const uint16_t* p): a full vector of bfloat16 bits widened
+//   to floats (exact; the backward cell pass's saved tensors).
 //
 // Every member carries LSTMOP_TARGET_AVX512: only code running where
 // kernel_choice() (cpu_features.h) picked AVX-512 may call them.
@@ -93,6 +95,11 @@ struct Avx512 {
   LSTMOP_TARGET_AVX512 static void stream(float* p, reg v) { _mm512_stream_ps(p, v); }
   LSTMOP_TARGET_AVX512 static reg load_tail(Tail m, const float* p) { return _mm512_maskz_loadu_ps(m, p); }
   LSTMOP_TARGET_AVX512 static void store_tail(Tail m, float* p, reg v) { _mm512_mask_storeu_ps(p, m, v); }
+
+  LSTMOP_TARGET_AVX512 static reg load_bfloat16(const uint16_t* p) {
+    const __m512i x = _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+    return _mm512_castsi512_ps(_mm512_slli_epi32(x, 16));
+  }
 
   // float_to_bfloat16 per lane, the AVX2 store's integer steps.
   LSTMOP_TARGET_AVX512 static void store_bfloat16(uint16_t* p, reg v) {

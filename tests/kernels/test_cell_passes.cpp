@@ -418,6 +418,12 @@ std::pair<std::vector<Acc>, std::vector<Acc>> run_backward(Isa isa, const Backwa
                               2 * k.H, k.dh_state.data(), dc.data(), d_gates.data());
       return {d_gates, dc};
     }
+    if (isa == Isa::Avx512) {
+      cell_pass_backward_avx512(k.rows, k.H, k.u0, k.u1, k.i.data(), k.j.data(), k.f.data(),
+                                k.o.data(), k.tanhc.data(), k.c_prev.data(), k.d_out.data(),
+                                2 * k.H, k.dh_state.data(), dc.data(), d_gates.data());
+      return {d_gates, dc};
+    }
   }
   cell_pass_backward_generic<Acc>(k.rows, k.H, k.u0, k.u1, k.i.data(), k.j.data(), k.f.data(),
                                   k.o.data(), k.tanhc.data(), k.c_prev.data(), k.d_out.data(),
@@ -508,35 +514,53 @@ TEST(CellPassBackward, Avx2WithinBoundOfDouble) {
   check_backward_body<float>(Isa::Avx2);
 }
 
-TEST(CellPassBackward, Avx2GivesTheGenericBits) {
-  if (!isa_supported(Isa::Avx2)) GTEST_SKIP() << "needs AVX2 + FMA, which this CPU lacks";
+TEST(CellPassBackward, Avx512WithinBoundOfDouble) {
+  if (!isa_supported(Isa::Avx512)) GTEST_SKIP() << "needs AVX-512 F/BW, which this CPU lacks";
+  check_backward_body<float>(Isa::Avx512);
+}
+
+// The vector body of `isa` gives the generic loop's bits (no FMA, the same
+// order), full vectors, partial last ones and unit ranges, with gradients
+// reaching every branch of the arithmetic (infinities, NaN).
+void check_backward_generic_bits(Isa isa) {
   unsigned seed = 501;
   for (int64_t H : {1, 7, 8, 17, 33, 200}) {
     for (auto [u0, u1] : {std::pair<int64_t, int64_t>{0, H}, {H / 32 * 16, H}}) {
-      SCOPED_TRACE("H " + std::to_string(H) + " units [" + std::to_string(u0) + ", " +
-                   std::to_string(u1) + ")");
+      SCOPED_TRACE(std::string(kernels::isa_name(isa)) + " H " + std::to_string(H) +
+                   " units [" + std::to_string(u0) + ", " + std::to_string(u1) + ")");
       BackwardCase<float> k = backward_case<float>(3, H, u0, u1, seed += 10);
       // Gradients reaching every branch of the arithmetic: infinities, NaN.
       const std::vector<float> wild = inputs(3 * H, seed + 5);
       for (std::size_t e = 0; e < wild.size(); e += 3) k.dh_state[e] = wild[e];
       const auto generic = run_backward<float>(Isa::Scalar, k);
-      const auto avx2 = run_backward<float>(Isa::Avx2, k);
-      for (const auto& [a, b] : {std::pair{&generic.first, &avx2.first},
-                                 std::pair{&generic.second, &avx2.second}}) {
+      const auto vector = run_backward<float>(isa, k);
+      for (const auto& [a, b] : {std::pair{&generic.first, &vector.first},
+                                 std::pair{&generic.second, &vector.second}}) {
         ASSERT_EQ(a->size(), b->size());
         for (std::size_t e = 0; e < a->size(); ++e) {
           const float x = (*a)[e], y = (*b)[e];
           EXPECT_TRUE(std::memcmp(&x, &y, sizeof x) == 0 || (std::isnan(x) && std::isnan(y)))
-              << "element " << e << ": generic " << x << ", avx2 " << y;
+              << "element " << e << ": generic " << x << ", " << kernels::isa_name(isa) << " "
+              << y;
         }
       }
     }
   }
 }
 
+TEST(CellPassBackward, Avx2GivesTheGenericBits) {
+  if (!isa_supported(Isa::Avx2)) GTEST_SKIP() << "needs AVX2 + FMA, which this CPU lacks";
+  check_backward_generic_bits(Isa::Avx2);
+}
+
+TEST(CellPassBackward, Avx512GivesTheGenericBits) {
+  if (!isa_supported(Isa::Avx512)) GTEST_SKIP() << "needs AVX-512 F/BW, which this CPU lacks";
+  check_backward_generic_bits(Isa::Avx512);
+}
+
 // bfloat16 saved tensors read as bits (cell_pass_backward_bf16's bodies): the
 // bits of the float pass on float copies of the widened values, in the
-// generic body and in AVX2's, full vectors, partial last vectors and unit
+// generic body and in the vector ones, full vectors, partial last vectors and unit
 // ranges. A body that widened a lane wrongly, or read the wrong element,
 // changes some d_gates or dc.
 void check_bf16_saved_body(Isa isa) {
@@ -562,6 +586,11 @@ void check_bf16_saved_body(Isa isa) {
                                      bits[2].data(), bits[3].data(), bits[4].data(),
                                      bits[5].data(), k.d_out.data(), 2 * k.H,
                                      k.dh_state.data(), dc.data(), d_gates.data());
+      } else if (isa == Isa::Avx512) {
+        cell_pass_backward_bf16_avx512(k.rows, k.H, k.u0, k.u1, bits[0].data(), bits[1].data(),
+                                       bits[2].data(), bits[3].data(), bits[4].data(),
+                                       bits[5].data(), k.d_out.data(), 2 * k.H,
+                                       k.dh_state.data(), dc.data(), d_gates.data());
       } else {
         cell_pass_backward_generic<float>(k.rows, k.H, k.u0, k.u1, bits[0].data(),
                                           bits[1].data(), bits[2].data(), bits[3].data(),
@@ -583,6 +612,11 @@ TEST(CellPassBackward, GenericOnBfloat16SavedGivesTheFloatCopiesBits) {
 TEST(CellPassBackward, Avx2OnBfloat16SavedGivesTheFloatCopiesBits) {
   if (!isa_supported(Isa::Avx2)) GTEST_SKIP() << "needs AVX2 + FMA, which this CPU lacks";
   check_bf16_saved_body(Isa::Avx2);
+}
+
+TEST(CellPassBackward, Avx512OnBfloat16SavedGivesTheFloatCopiesBits) {
+  if (!isa_supported(Isa::Avx512)) GTEST_SKIP() << "needs AVX-512 F/BW, which this CPU lacks";
+  check_bf16_saved_body(Isa::Avx512);
 }
 
 // ---------------------------------------------------------------------------

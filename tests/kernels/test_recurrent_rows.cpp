@@ -68,7 +68,7 @@ void check_case(Isa isa, int lanes, const Case& cs, unsigned seed) {
                          ld_w, out.data(), ld_out);
   ASSERT_EQ(0, std::memcmp(out.data(), expected.data(), out.size() * sizeof(float))) << name();
   // The same columns in two calls split at an odd column: the same bits.
-  const int64_t mid = cs.n_begin + (cs.n_end - cs.n_begin) / 2 | 1;
+  const int64_t mid = (cs.n_begin + (cs.n_end - cs.n_begin) / 2) | 1;
   if (mid < cs.n_end) {
     std::vector<float> split = out0;
     recurrent_rows_product(isa, cs.rows, cs.n_begin, mid, cs.K, h.data(), ld_h, w.data(), ld_w,
