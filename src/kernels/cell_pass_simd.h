@@ -15,8 +15,7 @@
 //   pow2i(n)) in AVX2, vscalefps in AVX-512), abs, with_sign_of(t, x) = t
 //   with x's sign bit or-ed in;
 //   less(a, b) (ordered a < b, false for NaN), zero_where(m, v),
-//   div_zero_where(m, a, b) = zero_where(m, div(a, b)), select(m, a, b)
-//   (b where m, else a);
+//   div_zero_where(m, a, b) = zero_where(m, div(a, b));
 //   Tail tail(count): the lanes k < count (all when count >= kLanes);
 //   loadu, storeu, load_tail(Tail, p), store_tail(Tail, p, v);
 //   store_bfloat16(uint16_t* p, reg) for a full vector (float_to_bfloat16 of

@@ -12,8 +12,7 @@
 //   pow2i(n)) in AVX2, vscalefps in AVX-512), abs, with_sign_of(t, x) = t
 //   with x's sign bit or-ed in;
 //   less(a, b) (ordered a < b, false for NaN), zero_where(m, v),
-//   div_zero_where(m, a, b) = zero_where(m, div(a, b)), select(m, a, b)
-//   (b where m, else a);
+//   div_zero_where(m, a, b) = zero_where(m, div(a, b));
 //   Tail tail(count): the lanes k < count (all when count >= kLanes);
 //   loadu, storeu, load_tail(Tail, p), store_tail(Tail, p, v);
 //   round_bfloat16(v), round_half(v): each lane rounded to the nearest
@@ -68,7 +67,6 @@ struct Avx2 {
   LSTMOP_TARGET_AVX2 static mask less(reg a, reg b) { return _mm256_cmp_ps(a, b, _CMP_LT_OQ); }
   LSTMOP_TARGET_AVX2 static reg zero_where(mask m, reg v) { return _mm256_andnot_ps(m, v); }
   LSTMOP_TARGET_AVX2 static reg div_zero_where(mask m, reg a, reg b) { return zero_where(m, div(a, b)); }
-  LSTMOP_TARGET_AVX2 static reg select(mask m, reg a, reg b) { return _mm256_blendv_ps(a, b, m); }
 
   LSTMOP_TARGET_AVX2 static Tail tail(int64_t count) {
     const int n = count >= kLanes ? static_cast<int>(kLanes) : static_cast<int>(count);

@@ -12,8 +12,7 @@
 //   pow2i(n)) in AVX2, vscalefps in AVX-512), abs, with_sign_of(t, x) = t
 //   with x's sign bit or-ed in;
 //   less(a, b) (ordered a < b, false for NaN), zero_where(m, v),
-//   div_zero_where(m, a, b) = zero_where(m, div(a, b)), select(m, a, b)
-//   (b where m, else a);
+//   div_zero_where(m, a, b) = zero_where(m, div(a, b));
 //   Tail tail(count): the lanes k < count (all when count >= kLanes);
 //   loadu, storeu, load_tail(Tail, p), store_tail(Tail, p, v);
 //   round_bfloat16(v), round_half(v): each lane rounded to the nearest
@@ -83,7 +82,6 @@ struct Avx512 {
   LSTMOP_TARGET_AVX512 static reg div_zero_where(mask m, reg a, reg b) {
     return _mm512_maskz_div_ps(static_cast<__mmask16>(~m), a, b);
   }
-  LSTMOP_TARGET_AVX512 static reg select(mask m, reg a, reg b) { return _mm512_mask_blend_ps(m, a, b); }
 
   LSTMOP_TARGET_AVX512 static Tail tail(int64_t count) {
     return count >= kLanes ? static_cast<__mmask16>(0xffff)
