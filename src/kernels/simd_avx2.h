@@ -66,7 +66,9 @@ struct Avx2 {
   }
   LSTMOP_TARGET_AVX2 static mask less(reg a, reg b) { return _mm256_cmp_ps(a, b, _CMP_LT_OQ); }
   LSTMOP_TARGET_AVX2 static reg zero_where(mask m, reg v) { return _mm256_andnot_ps(m, v); }
-  LSTMOP_TARGET_AVX2 static reg div_zero_where(mask m, reg a, reg b) { return zero_where(m, div(a, b)); }
+  LSTMOP_TARGET_AVX2 static reg div_zero_where(mask m, reg a, reg b) {
+    return zero_where(m, div(a, b));
+  }
 
   LSTMOP_TARGET_AVX2 static Tail tail(int64_t count) {
     const int n = count >= kLanes ? static_cast<int>(kLanes) : static_cast<int>(count);

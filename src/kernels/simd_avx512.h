@@ -95,8 +95,8 @@ struct Avx512 {
   LSTMOP_TARGET_AVX512 static void store_tail(Tail m, float* p, reg v) { _mm512_mask_storeu_ps(p, m, v); }
 
   LSTMOP_TARGET_AVX512 static reg load_bfloat16(const uint16_t* p) {
-    const __m512i x = _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
-    return _mm512_castsi512_ps(_mm512_slli_epi32(x, 16));
+    const __m256i bits = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
+    return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(bits), 16));
   }
 
   // float_to_bfloat16 per lane, the AVX2 store's integer steps.
