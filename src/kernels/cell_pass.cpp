@@ -89,26 +89,29 @@ void cell_pass_fill_invalid(int64_t rows, int64_t H, const Acc* h_carried, const
   }
 }
 
+// The backward body kernel_choice().cell_backward names, of one signature
+// (float saved tensors or bfloat16 bits).
+template <class Body>
+Body backward_body(Body avx512, Body avx2, Body generic) {
+  switch (kernels::kernel_choice().cell_backward) {
+    case kernels::Isa::Avx512: return avx512;
+    case kernels::Isa::Avx2: return avx2;
+    case kernels::Isa::Scalar: break;
+  }
+  return generic;
+}
+
 template <class Acc>
 void cell_pass_backward(int64_t rows, int64_t H, int64_t u_begin, int64_t u_end, const Acc* i,
                         const Acc* j, const Acc* f, const Acc* o, const Acc* tanhc,
                         const Acc* c_prev, const Acc* d_out, int64_t ld_out,
                         const Acc* dh_state, Acc* dc_state, Acc* d_gates) {
+  auto body = &cell_pass_backward_generic<Acc, Acc>;
   if constexpr (std::is_same_v<Acc, float>) {
-    switch (kernels::kernel_choice().cell_backward) {
-      case kernels::Isa::Avx512:
-        cell_pass_backward_avx512(rows, H, u_begin, u_end, i, j, f, o, tanhc, c_prev, d_out,
-                                  ld_out, dh_state, dc_state, d_gates);
-        return;
-      case kernels::Isa::Avx2:
-        cell_pass_backward_avx2(rows, H, u_begin, u_end, i, j, f, o, tanhc, c_prev, d_out,
-                                ld_out, dh_state, dc_state, d_gates);
-        return;
-      case kernels::Isa::Scalar: break;
-    }
+    body = backward_body(&cell_pass_backward_avx512, &cell_pass_backward_avx2, body);
   }
-  cell_pass_backward_generic<Acc>(rows, H, u_begin, u_end, i, j, f, o, tanhc, c_prev, d_out,
-                                  ld_out, dh_state, dc_state, d_gates);
+  body(rows, H, u_begin, u_end, i, j, f, o, tanhc, c_prev, d_out, ld_out, dh_state, dc_state,
+       d_gates);
 }
 
 void cell_pass_backward_bf16(int64_t rows, int64_t H, int64_t u_begin, int64_t u_end,
@@ -116,19 +119,10 @@ void cell_pass_backward_bf16(int64_t rows, int64_t H, int64_t u_begin, int64_t u
                              const uint16_t* o, const uint16_t* tanhc, const uint16_t* c_prev,
                              const float* d_out, int64_t ld_out, const float* dh_state,
                              float* dc_state, float* d_gates) {
-  switch (kernels::kernel_choice().cell_backward) {
-    case kernels::Isa::Avx512:
-      cell_pass_backward_bf16_avx512(rows, H, u_begin, u_end, i, j, f, o, tanhc, c_prev, d_out,
-                                     ld_out, dh_state, dc_state, d_gates);
-      return;
-    case kernels::Isa::Avx2:
-      cell_pass_backward_bf16_avx2(rows, H, u_begin, u_end, i, j, f, o, tanhc, c_prev, d_out,
-                                   ld_out, dh_state, dc_state, d_gates);
-      return;
-    case kernels::Isa::Scalar: break;
-  }
-  cell_pass_backward_generic<float>(rows, H, u_begin, u_end, i, j, f, o, tanhc, c_prev, d_out,
-                                    ld_out, dh_state, dc_state, d_gates);
+  const auto body = backward_body(&cell_pass_backward_bf16_avx512, &cell_pass_backward_bf16_avx2,
+                                  &cell_pass_backward_generic<float, uint16_t>);
+  body(rows, H, u_begin, u_end, i, j, f, o, tanhc, c_prev, d_out, ld_out, dh_state, dc_state,
+       d_gates);
 }
 
 // The shipped (compute, storage) pairs.
