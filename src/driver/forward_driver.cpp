@@ -500,6 +500,7 @@ class ForwardDriver {
         }
         a.h_prev = w.h[n % 2].data();
         a.ld_h = p_.R;
+        a.k_chunk = kernels::kernel_choice().step_k_chunk;
         a.bias = w.bias.data();
         a.stream_saved = plan_.stream_saved;
         a.alone = barrier == nullptr;
@@ -1037,7 +1038,7 @@ class ForwardDriver {
       w.step.pack_units(w.w_ih_rows, w.ld_ih, w.w_hh_rows, w.ld_hh, 0, p_.H);
       if constexpr (kFloat) {
         step_input_chains(w.step, x, in_size, p_.step_batch.data(), p_.T, w.bias.data(),
-                          w.gates.data(), 0, p_.H);
+                          w.gates.data(), 0, p_.H, kernels::kernel_choice().step_k_chunk);
       }
       step_loop(s, dir, 0, plan_.threads.parts, nullptr, nullptr, w, x, y);
       return;

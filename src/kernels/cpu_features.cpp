@@ -6,6 +6,8 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 
@@ -120,6 +122,11 @@ const KernelChoice& kernel_choice() {
     c.recurrent_product = c.cap;
     c.cell_forward = c.cap;
     c.step_forward = c.cap;
+    if (c.step_forward == Isa::Avx2) {
+      long l1 = sysconf(_SC_LEVEL1_DCACHE_SIZE);
+      if (l1 < 16 * 1024 || l1 > 1024 * 1024) l1 = 32 * 1024;
+      c.step_k_chunk = std::max<int64_t>(64, l1 * 2 / 3 / 128 / 32 * 32);
+    }
     c.cell_backward = c.cap;
     c.transpose = lower(c.cap, Isa::Avx2);
     c.bf16_gemm = c.cap == Isa::Avx512 && cpu_features().avx512_bf16;
@@ -139,6 +146,7 @@ std::string describe(const KernelChoice& c) {
   return std::string("cap ") + isa_name(c.cap) + ": recurrent product " +
          isa_name(c.recurrent_product) + ", cell forward " + isa_name(c.cell_forward) +
          ", forward step " + isa_name(c.step_forward) +
+         (c.step_k_chunk > 0 ? " (k chunks of " + std::to_string(c.step_k_chunk) + ")" : "") +
          ", cell backward " + isa_name(c.cell_backward) + ", transpose " +
          isa_name(c.transpose) + ", bf16 GEMM " + (c.bf16_gemm ? "yes" : "no") +
          ", bf16 forward step " + (c.bf16_step ? "yes" : "no") +

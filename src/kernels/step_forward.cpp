@@ -73,14 +73,14 @@ void ForwardStepWeights::pack_units(const float* w_ih, int64_t ld_ih, const floa
 
 void step_input_chains(const ForwardStepWeights& w, const float* x, int64_t ld_x,
                        const int64_t* step_rows, int64_t steps, const float* bias, float* gx,
-                       int64_t u_begin, int64_t u_end) {
+                       int64_t u_begin, int64_t u_end, int64_t k_chunk) {
   if (u_begin >= u_end) return;
   switch (w.isa()) {
     case kernels::Isa::Avx512:
       step_input_chains_avx512(w, x, ld_x, step_rows, steps, bias, gx, u_begin, u_end);
       return;
     case kernels::Isa::Avx2:
-      step_input_chains_avx2(w, x, ld_x, step_rows, steps, bias, gx, u_begin, u_end);
+      step_input_chains_avx2(w, x, ld_x, step_rows, steps, bias, gx, u_begin, u_end, k_chunk);
       return;
     case kernels::Isa::Scalar: break;
   }

@@ -124,13 +124,17 @@ class ForwardStepWeights {
 // the last group, the first: the next step's) spread over its k steps, but
 // for steps of a few rows and split mode (next_block_share). A hint only: no
 // value depends on it.
+// 16 bytes, so that a tile takes it by value in two registers: a larger
+// struct goes through memory, and its copy, a 16-byte load of two 8-byte
+// stores just made, waited for the store buffer to drain (on the Intel Xeon
+// 4% of T=50 B=32 I=H=256 inference's samples under the AVX2 cap).
 struct NextBlock {
   const char* next = nullptr;  // the first line still to fetch
-  const char* end = nullptr;   // past this row block's share
-  int64_t per_k = 0;           // lines per k step
+  int32_t lines = 0;           // lines of this row block's share still to fetch
+  int32_t per_k = 0;           // lines per k step
 
   void fetch() {
-    for (int64_t j = 0; j < per_k && next < end; ++j, next += 64) {
+    for (int32_t j = 0; j < per_k && lines > 0; ++j, --lines, next += 64) {
       _mm_prefetch(next, _MM_HINT_T1);
     }
   }
@@ -168,9 +172,10 @@ inline NextBlock next_block_share(const void* next, int64_t block_bytes, int64_t
   }
   const int64_t lines = block_bytes / 64, share = (lines + blocks - 1) / blocks;
   const char* base = static_cast<const char*>(next);
-  pf.next = base + std::min(b * share, lines) * 64;
-  pf.end = base + std::min((b + 1) * share, lines) * 64;
-  pf.per_k = (share + k_steps - 1) / k_steps;
+  const int64_t first = std::min(b * share, lines);
+  pf.next = base + first * 64;
+  pf.lines = static_cast<int32_t>(std::min((b + 1) * share, lines) - first);
+  pf.per_k = static_cast<int32_t>((share + k_steps - 1) / k_steps);
   return pf;
 }
 
@@ -186,6 +191,10 @@ struct ForwardStepArgs {
   // weights packed in the split layout).
   const float* gx = nullptr;
   bool gx_chained = false;
+  // The AVX2 body's k in chunks of this many (kernel_choice().step_k_chunk;
+  // 0: whole) for a step of more than one row block: each chunk of a group's
+  // packed rows stays in L1 for all the row blocks. The same bits either way.
+  int64_t k_chunk = 0;
   const float* bias = nullptr;     // (4H)
   float* c_state = nullptr;        // (rows, H) row stride H, updated in place
   float* h_out = nullptr;          // (rows, .) row stride ld_out
@@ -207,7 +216,8 @@ struct ForwardStepArgs {
 // with the layer's k_input.
 void step_input_chains(const ForwardStepWeights& w, const float* x, int64_t ld_x,
                        const int64_t* step_rows, int64_t steps, const float* bias, float* gx,
-                       int64_t u_begin, int64_t u_end);
+                       int64_t u_begin, int64_t u_end,
+                       int64_t k_chunk = 0);
 
 // One step (see the top of this file) with the body w.isa(). Storage: float,
 // Half or BFloat16; saved may be null.

@@ -25,8 +25,8 @@ void step_forward_avx2(const ForwardStepWeights& w, const ForwardStepArgs& args,
 
 void step_input_chains_avx2(const ForwardStepWeights& w, const float* x, int64_t ld_x,
                              const int64_t* step_rows, int64_t steps, const float* bias,
-                             float* gx, int64_t u_begin, int64_t u_end) {
-  step_simd::input_chains<Avx2>(w, x, ld_x, step_rows, steps, bias, gx, u_begin, u_end);
+                             float* gx, int64_t u_begin, int64_t u_end, int64_t k_chunk) {
+  step_simd::input_chains<Avx2>(w, x, ld_x, step_rows, steps, bias, gx, u_begin, u_end, k_chunk);
 }
 
 template void step_forward_avx2<float>(const ForwardStepWeights&, const ForwardStepArgs&,

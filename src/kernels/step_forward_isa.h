@@ -34,7 +34,7 @@ void step_input_chains_generic(const ForwardStepWeights& w, const float* x, int6
                                float* gx, int64_t u_begin, int64_t u_end);
 void step_input_chains_avx2(const ForwardStepWeights& w, const float* x, int64_t ld_x,
                             const int64_t* step_rows, int64_t steps, const float* bias,
-                            float* gx, int64_t u_begin, int64_t u_end);
+                            float* gx, int64_t u_begin, int64_t u_end, int64_t k_chunk);
 void step_input_chains_avx512(const ForwardStepWeights& w, const float* x, int64_t ld_x,
                               const int64_t* step_rows, int64_t steps, const float* bias,
                               float* gx, int64_t u_begin, int64_t u_end);

@@ -190,27 +190,40 @@ LSTMOP_CELL_TARGET inline LSTMOP_ALWAYS_INLINE void cell_tile(
   }
 }
 
-// R rows of one unit group: units [u, u + count), count <= kLanes.
+// R rows of one unit group: units [u, u + count), count <= kLanes, over the
+// step's k in [k0, k1) of its K (the chained form's h columns; else the
+// input's then h's): from the gates' start where k0 is 0, else from the
+// partial sums at `part` (R x 4 vectors); the cell where k1 is K, else the
+// partial sums stored back to `part`. A chain over its k in parts runs the
+// same operations in the same order (the same bits) but for AVX2's one-row
+// tile (even and odd k on two accumulators, summed at each chain's end),
+// which runs whole: step_groups splits k for blocks of two rows or more.
 // kChained: the chained form (its own instantiation; the other forms' code
 // is the one below the else).
 template <class V, int R, class Storage, bool kChained>
 LSTMOP_CELL_TARGET void tile(const ForwardStepWeights& w, const ForwardStepArgs& s,
                              const StepSaved<Storage>* saved, int64_t r0, int64_t u,
-                             int64_t count, NextBlock pf) {
+                             int64_t count, NextBlock pf, int64_t k0 = 0, int64_t k1 = -1,
+                             float* part = nullptr) {
   constexpr int64_t W = V::kLanes;
-  const int64_t H = w.hidden(), K0 = w.k_input(), K1 = w.k_hidden();
+  const int64_t H = w.hidden(), K0 = kChained ? 0 : w.k_input(), K1 = w.k_hidden();
+  if (k1 < 0) k1 = K0 + K1;
   const typename V::Tail m = V::tail(count);
   typename V::reg acc[R][4];
-  if constexpr (kChained) {
+  if (k0 > 0) {
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r) {
+#pragma GCC unroll 4
+      for (int q = 0; q < 4; ++q) acc[r][q] = V::loadu(part + (r * 4 + q) * W);
+    }
+  } else if constexpr (kChained) {
     const float* gx = s.gx + r0 * 4 * H + u;
 #pragma GCC unroll 8
     for (int r = 0; r < R; ++r) {
 #pragma GCC unroll 4
       for (int q = 0; q < 4; ++q) acc[r][q] = load_lanes<V>(m, count, gx + r * 4 * H + q * H);
     }
-    chain<V, R>(acc, K1, s.h_prev + r0 * s.ld_h, s.ld_h, w.hidden_part(u / W), pf);
   } else {
-    const float* block = w.data() + (u / W) * (K0 + K1) * 4 * W;
 #pragma GCC unroll 8
     for (int r = 0; r < R; ++r) {
 #pragma GCC unroll 4
@@ -220,8 +233,29 @@ LSTMOP_CELL_TARGET void tile(const ForwardStepWeights& w, const ForwardStepArgs&
                         : load_lanes<V>(m, count, s.bias + q * H + u);
       }
     }
-    if (K0 > 0) chain<V, R>(acc, K0, s.x + r0 * s.ld_x, s.ld_x, block, pf);
-    chain<V, R>(acc, K1, s.h_prev + r0 * s.ld_h, s.ld_h, block + K0 * 4 * W, pf);
+  }
+  if constexpr (kChained) {
+    chain<V, R>(acc, k1 - k0, s.h_prev + r0 * s.ld_h + k0, s.ld_h,
+                w.hidden_part(u / W) + k0 * 4 * W, pf);
+  } else {
+    const float* block = w.data() + (u / W) * (K0 + K1) * 4 * W;
+    if (k0 < K0) {
+      chain<V, R>(acc, (k1 < K0 ? k1 : K0) - k0, s.x + r0 * s.ld_x + k0, s.ld_x,
+                  block + k0 * 4 * W, pf);
+    }
+    if (k1 > K0) {
+      const int64_t kh = k0 > K0 ? k0 : K0;
+      chain<V, R>(acc, k1 - kh, s.h_prev + r0 * s.ld_h + (kh - K0), s.ld_h, block + kh * 4 * W,
+                  pf);
+    }
+  }
+  if (k1 < K0 + K1) {
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r) {
+#pragma GCC unroll 4
+      for (int q = 0; q < 4; ++q) V::storeu(part + (r * 4 + q) * W, acc[r][q]);
+    }
+    return;
   }
   if (!kChained && s.gx != nullptr) {
 #pragma GCC unroll 8
@@ -238,12 +272,13 @@ LSTMOP_CELL_TARGET void tile(const ForwardStepWeights& w, const ForwardStepArgs&
 template <class V, int R, class Storage, bool kChained>
 LSTMOP_CELL_TARGET void tile_rows(int rows, const ForwardStepWeights& w, const ForwardStepArgs& s,
                                   const StepSaved<Storage>* saved, int64_t r0, int64_t u,
-                                  int64_t count, NextBlock pf) {
+                                  int64_t count, NextBlock pf, int64_t k0 = 0,
+                                  int64_t k1 = -1, float* part = nullptr) {
   if constexpr (R >= 1) {
     if (rows == R) {
-      tile<V, R, Storage, kChained>(w, s, saved, r0, u, count, pf);
+      tile<V, R, Storage, kChained>(w, s, saved, r0, u, count, pf, k0, k1, part);
     } else {
-      tile_rows<V, R - 1, Storage, kChained>(rows, w, s, saved, r0, u, count, pf);
+      tile_rows<V, R - 1, Storage, kChained>(rows, w, s, saved, r0, u, count, pf, k0, k1, part);
     }
   }
 }
@@ -337,6 +372,11 @@ inline RowBlocks row_blocks(int64_t rows, int64_t max_rows) {
   return RowBlocks{blocks, rows / blocks, rows % blocks};
 }
 
+// The AVX2 body's k in chunks (ForwardStepArgs::k_chunk): the row blocks of
+// up to kSuperRows rows (their partial sums on the stack) run one chunk after
+// the other.
+constexpr int64_t kSuperRows = 48;
+
 template <class V, class Storage, bool kChained>
 LSTMOP_CELL_TARGET void step_groups(const ForwardStepWeights& w, const ForwardStepArgs& s,
                                     const StepSaved<Storage>* saved) {
@@ -367,6 +407,41 @@ LSTMOP_CELL_TARGET void step_groups(const ForwardStepWeights& w, const ForwardSt
     if (pairs) blocks = pb;
   }
   const int64_t k_steps = pairs ? 2 * K : K;
+  // AVX2 with k in chunks: a group's block streamed from L2 by every row
+  // block ran the three-row tile below the FMA rate (50-55 GB/s of L2 reads
+  // on the Intel Xeon under the AVX2 cap); a chunk stays in L1 for all of
+  // them. Blocks of one row keep the whole k (chain's pairs). The AVX-512
+  // body streams its 6-row blocks at its FMA rate: chunks there measured
+  // 1.00-1.07x slower (T=50 B=32 I=H=256, T=50 B=64 I=H=512 inference).
+  const int64_t kc = W == 8 ? s.k_chunk : 0;
+  if (!pairs && kc > 0 && blocks.blocks > 1 && blocks.base >= 2 && K > kc) {
+    constexpr int64_t kSuper = kSuperRows / kRows;
+    alignas(64) float parts[kSuper * kRows * 4 * W];
+    const int64_t chunks = (K + kc - 1) / kc;
+    for (int64_t u = s.u_begin; u < s.u_end; u += W) {
+      const int64_t count = s.u_end - u < W ? s.u_end - u : W;
+      const float* next = u + W < s.u_end ? block_of((u + W) / W) : first;
+      int64_t call = 0, r_super = 0;
+      for (int64_t sb = 0; sb < blocks.blocks; sb += kSuper) {
+        const int64_t nb = blocks.blocks - sb < kSuper ? blocks.blocks - sb : kSuper;
+        for (int64_t k0 = 0; k0 < K; k0 += kc) {
+          const int64_t k1 = K - k0 < kc ? K : k0 + kc;
+          int64_t r0 = r_super;
+          for (int64_t b = sb; b < sb + nb; ++b) {
+            const int rows = blocks.rows(b);
+            const NextBlock pf = next_block_share(next, block_bytes, total_bytes,
+                                                  blocks.blocks * chunks, call++, k1 - k0,
+                                                  s.rows, s.alone);
+            tile_rows<V, kRows, Storage, kChained>(rows, w, s, saved, r0, u, count, pf, k0, k1,
+                                                   parts + (b - sb) * kRows * 4 * W);
+            r0 += rows;
+          }
+        }
+        for (int64_t b = sb; b < sb + nb; ++b) r_super += blocks.rows(b);
+      }
+    }
+    return;
+  }
   for (int64_t u = s.u_begin; u < s.u_end; u += W) {
     const int64_t count = s.u_end - u < W ? s.u_end - u : W;
     const float* next = u + W < s.u_end ? block_of((u + W) / W) : first;
@@ -404,22 +479,28 @@ LSTMOP_CELL_TARGET void step(const ForwardStepWeights& w, const ForwardStepArgs&
 
 // The chained form's input part of one R-row block: gx rows [r0, r0 + R) of
 // units [u, u + count) = bias, then the concatenated tile's chain over the
-// input's columns (chain<V, R>: its order), stored unfinished.
+// input's columns (chain<V, R>: its order), stored unfinished; over the
+// columns [k0, k1) of K0 (input_chains' chunks: from bias where k0 is 0,
+// else from the partial sums gx holds; two rows or more, as tile's).
 template <class V, int R>
 LSTMOP_CELL_TARGET void input_tile(const ForwardStepWeights& w, const float* x, int64_t ld_x,
                                    const float* bias, float* gx, int64_t r0, int64_t u,
-                                   int64_t count) {
+                                   int64_t count, int64_t k0 = 0, int64_t k1 = -1) {
   constexpr int64_t W = V::kLanes;
   const int64_t H = w.hidden();
+  if (k1 < 0) k1 = w.k_input();
   const typename V::Tail m = V::tail(count);
   typename V::reg acc[R][4];
 #pragma GCC unroll 8
   for (int r = 0; r < R; ++r) {
 #pragma GCC unroll 4
-    for (int q = 0; q < 4; ++q) acc[r][q] = load_lanes<V>(m, count, bias + q * H + u);
+    for (int q = 0; q < 4; ++q) {
+      acc[r][q] = load_lanes<V>(m, count,
+                                k0 == 0 ? bias + q * H + u : gx + (r0 + r) * 4 * H + q * H + u);
+    }
   }
   NextBlock none;
-  chain<V, R>(acc, w.k_input(), x + r0 * ld_x, ld_x, w.input_part(u / W), none);
+  chain<V, R>(acc, k1 - k0, x + r0 * ld_x + k0, ld_x, w.input_part(u / W) + k0 * 4 * W, none);
 #pragma GCC unroll 8
   for (int r = 0; r < R; ++r) {
 #pragma GCC unroll 4
@@ -432,12 +513,12 @@ LSTMOP_CELL_TARGET void input_tile(const ForwardStepWeights& w, const float* x, 
 template <class V, int R>
 LSTMOP_CELL_TARGET void input_tile_rows(int rows, const ForwardStepWeights& w, const float* x,
                                         int64_t ld_x, const float* bias, float* gx, int64_t r0,
-                                        int64_t u, int64_t count) {
+                                        int64_t u, int64_t count, int64_t k0, int64_t k1) {
   if constexpr (R >= 1) {
     if (rows == R) {
-      input_tile<V, R>(w, x, ld_x, bias, gx, r0, u, count);
+      input_tile<V, R>(w, x, ld_x, bias, gx, r0, u, count, k0, k1);
     } else {
-      input_tile_rows<V, R - 1>(rows, w, x, ld_x, bias, gx, r0, u, count);
+      input_tile_rows<V, R - 1>(rows, w, x, ld_x, bias, gx, r0, u, count, k0, k1);
     }
   }
 }
@@ -448,11 +529,15 @@ LSTMOP_CELL_TARGET void input_tile_rows(int rows, const ForwardStepWeights& w, c
 // order), but for AVX2's one-row tiles (even and odd k on two accumulators):
 // the rows of the steps of one row (the last steps of a layer, whose batches
 // never grow) run alone; the others in balanced blocks of up to kMaxRows<V>
-// over all of them (never one row: those are two or more).
+// over all of them (never one row: those are two or more). AVX2 with k_chunk
+// (ForwardStepArgs::k_chunk): the blocks of kSuperRows rows one chunk of the
+// input's columns after the other, each chunk of the group's rows in L1 for
+// all of them (the partial sums in gx; the same bits).
 template <class V>
 LSTMOP_CELL_TARGET void input_chains(const ForwardStepWeights& w, const float* x, int64_t ld_x,
                                      const int64_t* step_rows, int64_t steps, const float* bias,
-                                     float* gx, int64_t u_begin, int64_t u_end) {
+                                     float* gx, int64_t u_begin, int64_t u_end,
+                                     int64_t k_chunk = 0) {
   constexpr int64_t W = V::kLanes;
   constexpr bool kPairRows = W == 8;  // chain<V, 1>'s pairs
   int64_t rows = 0, single = 0;
@@ -460,15 +545,25 @@ LSTMOP_CELL_TARGET void input_chains(const ForwardStepWeights& w, const float* x
   for (int64_t t = steps - 1; kPairRows && t >= 0 && step_rows[t] <= 1; --t) {
     single += step_rows[t] > 0 ? 1 : 0;
   }
-  const int64_t plain = rows - single;
+  const int64_t plain = rows - single, K0 = w.k_input();
   const RowBlocks rb = plain > 0 ? row_blocks(plain, kMaxRows<V>) : RowBlocks{0, 0, 0};
+  const int64_t kc = W == 8 && k_chunk > 0 && k_chunk < K0 ? k_chunk : (K0 > 0 ? K0 : 1);
+  constexpr int64_t kSuper = kSuperRows / kMaxRows<V>;
   for (int64_t u = u_begin; u < u_end; u += W) {
     const int64_t count = u_end - u < W ? u_end - u : W;
-    int64_t r0 = 0;
-    for (int64_t b = 0; b < rb.blocks; ++b) {
-      const int n = rb.rows(b);
-      input_tile_rows<V, kMaxRows<V>>(n, w, x, ld_x, bias, gx, r0, u, count);
-      r0 += n;
+    int64_t r_super = 0;
+    for (int64_t sb = 0; sb < rb.blocks; sb += kSuper) {
+      const int64_t nb = rb.blocks - sb < kSuper ? rb.blocks - sb : kSuper;
+      for (int64_t k0 = 0; k0 == 0 || k0 < K0; k0 += kc) {
+        const int64_t k1 = K0 - k0 < kc ? K0 : k0 + kc;
+        int64_t r0 = r_super;
+        for (int64_t b = sb; b < sb + nb; ++b) {
+          const int n = rb.rows(b);
+          input_tile_rows<V, kMaxRows<V>>(n, w, x, ld_x, bias, gx, r0, u, count, k0, k1);
+          r0 += n;
+        }
+      }
+      for (int64_t b = sb; b < sb + nb; ++b) r_super += rb.rows(b);
     }
     for (int64_t r = plain; r < rows; ++r) input_tile<V, 1>(w, x, ld_x, bias, gx, r, u, count);
   }
