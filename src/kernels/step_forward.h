@@ -126,8 +126,9 @@ class ForwardStepWeights {
 // value depends on it.
 // 16 bytes, so that a tile takes it by value in two registers: a larger
 // struct goes through memory, and its copy, a 16-byte load of two 8-byte
-// stores just made, waited for the store buffer to drain (on the Intel Xeon
-// 4% of T=50 B=32 I=H=256 inference's samples under the AVX2 cap).
+// stores just made, cannot be forwarded from the store buffer (perf on the
+// Intel Xeon put 4% of T=50 B=32 I=H=256 inference's samples under the AVX2
+// cap there; the time moved by 0.99x, within the noise).
 struct NextBlock {
   const char* next = nullptr;  // the first line still to fetch
   int32_t lines = 0;           // lines of this row block's share still to fetch
