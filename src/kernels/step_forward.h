@@ -202,7 +202,8 @@ struct ForwardStepArgs {
   int64_t ld_out = 0;
   float* h_next = nullptr;         // (rows, H) row stride H, or null
   // float Storage: write the saved tensors' full, aligned vectors with
-  // streaming (non-temporal) stores, fenced before the step returns.
+  // streaming (non-temporal) stores, fenced before the step returns; the
+  // AVX-512 body only (whole cache lines; step_forward_simd.h: store_saved).
   bool stream_saved = false;
   // False in split mode's steps on two threads (next_block_share: no prefetch).
   bool alone = true;
