@@ -41,9 +41,9 @@ struct KernelChoice {
   Isa step_forward = Isa::Scalar;
   // The AVX2 fused step's k chunk (ForwardStepArgs::k_chunk): packed rows of
   // 128 bytes filling two thirds of the L1 data cache (sysconf; 32 KiB if
-  // unknown), a multiple of 32: 256 for 48 KiB (Intel Xeon: T=50 B=32
-  // I=H=256 inference 0.87x the time of the whole k), 160 for 32 KiB. 0
-  // where the step is not AVX2's.
+  // unknown), a multiple of 32: 256 for 48 KiB, 160 for 32 KiB. Intel Xeon
+  // (48 KiB) under the AVX2 cap, T=50 B=32 I=H=256 inference: 0.85x the
+  // whole k's time with 256, 0.89x with 160. 0 where the step is not AVX2's.
   int64_t step_k_chunk = 0;
   // The fused forward step on bfloat16 dot products (step_forward_bf16.h):
   // cap Avx512 and AVX512-BF16.

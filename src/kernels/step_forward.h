@@ -215,11 +215,11 @@ struct ForwardStepArgs {
 // gx (those rows, 4H) of units [u_begin, u_end) = the chains over the input
 // the concatenated form's tiles would run in that step (its order: its
 // bits). Unit groups outside, the rows inside. w packed in the split layout
-// with the layer's k_input.
+// with the layer's k_input. k_chunk: the AVX2 body's input columns in chunks
+// (ForwardStepArgs::k_chunk; the same bits).
 void step_input_chains(const ForwardStepWeights& w, const float* x, int64_t ld_x,
                        const int64_t* step_rows, int64_t steps, const float* bias, float* gx,
-                       int64_t u_begin, int64_t u_end,
-                       int64_t k_chunk = 0);
+                       int64_t u_begin, int64_t u_end, int64_t k_chunk = 0);
 
 // One step (see the top of this file) with the body w.isa(). Storage: float,
 // Half or BFloat16; saved may be null.

@@ -416,36 +416,40 @@ LSTMOP_CELL_TARGET void step_groups(const ForwardStepWeights& w, const ForwardSt
   // block ran the three-row tile below the FMA rate (50-55 GB/s of L2 reads
   // on the Intel Xeon under the AVX2 cap); a chunk stays in L1 for all of
   // them. Blocks of one row keep the whole k (chain's pairs). The AVX-512
-  // body streams its 6-row blocks at its FMA rate: chunks there measured
-  // 1.00-1.07x slower (T=50 B=32 I=H=256, T=50 B=64 I=H=512 inference).
-  const int64_t kc = W == 8 ? s.k_chunk : 0;
-  if (!pairs && kc > 0 && blocks.blocks > 1 && blocks.base >= 2 && K > kc) {
-    constexpr int64_t kSuper = kSuperRows / kRows;
-    alignas(64) float parts[kSuper * kRows * 4 * W];
-    const int64_t chunks = (K + kc - 1) / kc;
-    for (int64_t u = s.u_begin; u < s.u_end; u += W) {
-      const int64_t count = s.u_end - u < W ? s.u_end - u : W;
-      const float* next = u + W < s.u_end ? block_of((u + W) / W) : first;
-      int64_t call = 0, r_super = 0;
-      for (int64_t sb = 0; sb < blocks.blocks; sb += kSuper) {
-        const int64_t nb = blocks.blocks - sb < kSuper ? blocks.blocks - sb : kSuper;
-        for (int64_t k0 = 0; k0 < K; k0 += kc) {
-          const int64_t k1 = K - k0 < kc ? K : k0 + kc;
-          int64_t r0 = r_super;
-          for (int64_t b = sb; b < sb + nb; ++b) {
-            const int rows = blocks.rows(b);
-            const NextBlock pf = next_block_share(next, block_bytes, total_bytes,
-                                                  blocks.blocks * chunks, call++, k1 - k0,
-                                                  s.rows, s.alone);
-            tile_rows<V, kRows, Storage, kChained>(rows, w, s, saved, r0, u, count, pf, k0, k1,
-                                                   parts + (b - sb) * kRows * 4 * W);
-            r0 += rows;
+  // body keeps the whole k: chunks of 32 KiB there measured 1.00x (T=50 B=32
+  // I=H=256), 1.03x (T=50 B=64 I=H=512), 1.02x (T=100 B=16 I=H=256), 1.04x
+  // (T=50 B=8 I=H=256, chained) the time, and 0.97x / 0.95x (inference /
+  // training) only on T=200 B=8 I=H=128.
+  if constexpr (W == 8) {
+    const int64_t kc = s.k_chunk;
+    if (!pairs && kc > 0 && blocks.blocks > 1 && blocks.base >= 2 && K > kc) {
+      constexpr int64_t kSuper = kSuperRows / kRows;
+      alignas(64) float parts[kSuper * kRows * 4 * W];
+      const int64_t chunks = (K + kc - 1) / kc;
+      for (int64_t u = s.u_begin; u < s.u_end; u += W) {
+        const int64_t count = s.u_end - u < W ? s.u_end - u : W;
+        const float* next = u + W < s.u_end ? block_of((u + W) / W) : first;
+        int64_t call = 0, r_super = 0;
+        for (int64_t sb = 0; sb < blocks.blocks; sb += kSuper) {
+          const int64_t nb = blocks.blocks - sb < kSuper ? blocks.blocks - sb : kSuper;
+          for (int64_t k0 = 0; k0 < K; k0 += kc) {
+            const int64_t k1 = K - k0 < kc ? K : k0 + kc;
+            int64_t r0 = r_super;
+            for (int64_t b = sb; b < sb + nb; ++b) {
+              const int rows = blocks.rows(b);
+              const NextBlock pf = next_block_share(next, block_bytes, total_bytes,
+                                                    blocks.blocks * chunks, call++, k1 - k0,
+                                                    s.rows, s.alone);
+              tile_rows<V, kRows, Storage, kChained>(rows, w, s, saved, r0, u, count, pf, k0,
+                                                     k1, parts + (b - sb) * kRows * 4 * W);
+              r0 += rows;
+            }
           }
+          for (int64_t b = sb; b < sb + nb; ++b) r_super += blocks.rows(b);
         }
-        for (int64_t b = sb; b < sb + nb; ++b) r_super += blocks.rows(b);
       }
+      return;
     }
-    return;
   }
   for (int64_t u = s.u_begin; u < s.u_end; u += W) {
     const int64_t count = s.u_end - u < W ? s.u_end - u : W;
