@@ -44,7 +44,19 @@ bool cpu_has_amx_bf16() {
 #endif
 }
 
+// CPUID leaf 0's vendor string (EBX, EDX, ECX) is "GenuineIntel".
+bool cpu_is_intel() {
+  unsigned a = 0, b = 0, c = 0, d = 0;
+  if (__get_cpuid(0, &a, &b, &c, &d) == 0) return false;
+  char vendor[13] = {};
+  std::memcpy(vendor, &b, 4);
+  std::memcpy(vendor + 4, &d, 4);
+  std::memcpy(vendor + 8, &c, 4);
+  return std::strcmp(vendor, "GenuineIntel") == 0;
+}
+
 struct CpuFeatures {
+  bool intel = false;
   bool avx2_fma = false;
   bool avx512 = false;  // F and BW, with AVX2 + FMA
   bool avx512_bf16 = false;
@@ -55,6 +67,7 @@ const CpuFeatures& cpu_features() {
   static const CpuFeatures features = [] {
     __builtin_cpu_init();
     CpuFeatures f;
+    f.intel = cpu_is_intel();
     f.avx2_fma = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
                  cpu_has_f16c();
     f.avx512 = f.avx2_fma && __builtin_cpu_supports("avx512f") &&
@@ -136,7 +149,8 @@ const KernelChoice& kernel_choice() {
                                          (request.empty() && cpu_features().amx_bf16));
     c.bf16_matmul_min_batch = request == "matmul" ? 1 : 4;
     c.bf16_amx_step = c.bf16_matmul_step && request.empty() && cpu_features().amx_bf16;
-    c.gemm_tn_at_full_rate = c.cap == Isa::Avx512;
+    c.gemm_tn_at_full_rate =
+        c.cap == Isa::Avx512 || (c.cap == Isa::Avx2 && cpu_features().intel);
     return c;
   }();
   return choice;
