@@ -411,63 +411,53 @@ LSTMOP_CELL_TARGET void step_groups(const ForwardStepWeights& w, const ForwardSt
     pairs = pb.base >= kMinPairRows;
     if (pairs) blocks = pb;
   }
-  const int64_t k_steps = pairs ? 2 * K : K;
-  // AVX2 with k in chunks: a group's block streamed from L2 by every row
-  // block ran the three-row tile below the FMA rate (50-55 GB/s of L2 reads
-  // on the Intel Xeon under the AVX2 cap); a chunk stays in L1 for all of
-  // them. Blocks of one row keep the whole k (chain's pairs). The AVX-512
-  // body keeps the whole k: chunks of 32 KiB there measured 1.00x (T=50 B=32
-  // I=H=256), 1.03x (T=50 B=64 I=H=512), 1.02x (T=100 B=16 I=H=256), 1.04x
-  // (T=50 B=8 I=H=256, chained) the time, and 0.97x / 0.95x (inference /
-  // training) only on T=200 B=8 I=H=128.
+  // k per pass over a group's row blocks: the whole k, or on AVX2 chunks of
+  // s.k_chunk. A group's block streamed from L2 by every row block ran
+  // AVX2's three-row tile below the FMA rate (50-55 GB/s of L2 reads on the
+  // Intel Xeon under the AVX2 cap); a chunk stays in L1 for the row blocks of
+  // up to kSuperRows rows, whose partial sums wait in `parts`. Blocks of one
+  // row keep the whole k (chain's pairs). The AVX-512 body keeps the whole k:
+  // chunks of 32 KiB there measured 1.00x (T=50 B=32 I=H=256), 1.03x (T=50
+  // B=64 I=H=512), 1.02x (T=100 B=16 I=H=256), 1.04x (T=50 B=8 I=H=256,
+  // chained) the time, and 0.97x / 0.95x (inference / training) only on
+  // T=200 B=8 I=H=128.
+  int64_t kc = K > 0 ? K : 1;
   if constexpr (W == 8) {
-    const int64_t kc = s.k_chunk;
-    if (!pairs && kc > 0 && blocks.blocks > 1 && blocks.base >= 2 && K > kc) {
-      constexpr int64_t kSuper = kSuperRows / kRows;
-      alignas(64) float parts[kSuper * kRows * 4 * W];
-      const int64_t chunks = (K + kc - 1) / kc;
-      for (int64_t u = s.u_begin; u < s.u_end; u += W) {
-        const int64_t count = s.u_end - u < W ? s.u_end - u : W;
-        const float* next = u + W < s.u_end ? block_of((u + W) / W) : first;
-        int64_t call = 0, r_super = 0;
-        for (int64_t sb = 0; sb < blocks.blocks; sb += kSuper) {
-          const int64_t nb = blocks.blocks - sb < kSuper ? blocks.blocks - sb : kSuper;
-          for (int64_t k0 = 0; k0 < K; k0 += kc) {
-            const int64_t k1 = K - k0 < kc ? K : k0 + kc;
-            int64_t r0 = r_super;
-            for (int64_t b = sb; b < sb + nb; ++b) {
-              const int rows = blocks.rows(b);
-              const NextBlock pf = next_block_share(next, block_bytes, total_bytes,
-                                                    blocks.blocks * chunks, call++, k1 - k0,
-                                                    s.rows, s.alone);
-              tile_rows<V, kRows, Storage, kChained>(rows, w, s, saved, r0, u, count, pf, k0,
-                                                     k1, parts + (b - sb) * kRows * 4 * W);
-              r0 += rows;
-            }
-          }
-          for (int64_t b = sb; b < sb + nb; ++b) r_super += blocks.rows(b);
-        }
-      }
-      return;
-    }
+    if (s.k_chunk > 0 && blocks.blocks > 1 && blocks.base >= 2 && K > s.k_chunk) kc = s.k_chunk;
   }
+  const bool chunked = kc < K;
+  const int64_t passes = (K + kc - 1) / kc;
+  const int64_t per_super = chunked ? kSuperRows / kRows : blocks.blocks;
+  alignas(64) float parts[W == 8 ? kSuperRows / kRows * kRows * 4 * W : 1];
   for (int64_t u = s.u_begin; u < s.u_end; u += W) {
     const int64_t count = s.u_end - u < W ? s.u_end - u : W;
     const float* next = u + W < s.u_end ? block_of((u + W) / W) : first;
-    int64_t r0 = 0;
-    for (int64_t b = 0; b < blocks.blocks; ++b) {
-      const int rows = blocks.rows(b);
-      const NextBlock pf = next_block_share(next, block_bytes, total_bytes, blocks.blocks, b,
-                                            k_steps, s.rows, s.alone);
-      if constexpr (kChained && W == 16) {
-        if (pairs) {
-          pair_tile_rows<V, kMaxPairRows, Storage>(rows, w, s, saved, r0, u, count, pf);
+    int64_t call = 0, r_super = 0;
+    for (int64_t sb = 0; sb < blocks.blocks; sb += per_super) {
+      const int64_t nb = blocks.blocks - sb < per_super ? blocks.blocks - sb : per_super;
+      int64_t r0 = r_super;
+      for (int64_t k0 = 0; k0 == 0 || k0 < K; k0 += kc) {
+        const int64_t k1 = K - k0 < kc ? K : k0 + kc;
+        r0 = r_super;
+        for (int64_t b = sb; b < sb + nb; ++b) {
+          const int rows = blocks.rows(b);
+          const NextBlock pf =
+              next_block_share(next, block_bytes, total_bytes, blocks.blocks * passes, call++,
+                               pairs ? 2 * K : k1 - k0, s.rows, s.alone);
+          if constexpr (kChained && W == 16) {
+            if (pairs) {
+              pair_tile_rows<V, kMaxPairRows, Storage>(rows, w, s, saved, r0, u, count, pf);
+              r0 += rows;
+              continue;
+            }
+          }
+          tile_rows<V, kRows, Storage, kChained>(rows, w, s, saved, r0, u, count, pf, k0, k1,
+                                                 chunked ? parts + (b - sb) * kRows * 4 * W
+                                                         : nullptr);
           r0 += rows;
-          continue;
         }
       }
-      tile_rows<V, kRows, Storage, kChained>(rows, w, s, saved, r0, u, count, pf);
-      r0 += rows;
+      r_super = r0;
     }
   }
 }
